@@ -1,0 +1,1 @@
+"""Dagster resources: JetStream, Spark with Delta, and (later) data quality."""

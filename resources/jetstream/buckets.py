@@ -1,0 +1,121 @@
+"""Key-Value and Object Store buckets as declared in code.
+
+The specs are what `Topology` reconciles; `ensure` creates the bucket if it is missing
+(binding to an existing bucket never changes its configuration).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from nats.js import api
+
+from resources.jetstream.errors import InvalidArgumentError
+from resources.jetstream.streams import Storage, validate_name
+
+if TYPE_CHECKING:
+    from resources.jetstream.client import JetStreamClient
+
+
+@dataclass(frozen=True)
+class KeyValueSpec:
+    """A Key-Value bucket.
+
+    Examples:
+        >>> KeyValueSpec("lakehouse-checkpoints", history=10)
+    """
+
+    bucket: str
+    description: str | None = None
+    history: int = 1
+    ttl: float = 0  # seconds; 0 keeps values forever
+    max_value_size: int = -1
+    max_bytes: int = -1
+    storage: Storage = Storage.FILE
+    replicas: int = 1
+
+    kind = "kv bucket"
+
+    def __post_init__(self) -> None:
+        validate_name("bucket", self.bucket)
+        object.__setattr__(self, "storage", Storage(self.storage))
+        if not 1 <= self.history <= 64:
+            raise InvalidArgumentError(
+                f"kv bucket {self.bucket!r}: history must be between 1 and 64, got {self.history!r}"
+            )
+
+    def to_nats(self) -> api.KeyValueConfig:
+        return api.KeyValueConfig(
+            bucket=self.bucket,
+            description=self.description,
+            history=self.history,
+            ttl=self.ttl or None,
+            max_value_size=self.max_value_size,
+            max_bytes=self.max_bytes,
+            storage=api.StorageType(self.storage.value),
+            replicas=self.replicas,
+            direct=True,
+        )
+
+    def ensure(self, client: JetStreamClient) -> bool:
+        """Creates the bucket if missing; returns whether it was created."""
+        if bucket_exists(client, f"KV_{self.bucket}"):
+            return False
+        client.run(
+            client.js.create_key_value(self.to_nats()),
+            what=f"create kv bucket {self.bucket!r}",
+            bucket=self.bucket,
+        )
+        return True
+
+
+@dataclass(frozen=True)
+class ObjectStoreSpec:
+    """An Object Store bucket.
+
+    Examples:
+        >>> ObjectStoreSpec("lakehouse-artifacts", description="validation reports")
+    """
+
+    bucket: str
+    description: str | None = None
+    ttl: float = 0  # seconds; 0 keeps objects forever
+    max_bytes: int = -1
+    storage: Storage = Storage.FILE
+    replicas: int = 1
+
+    kind = "object store"
+
+    def __post_init__(self) -> None:
+        validate_name("bucket", self.bucket)
+        object.__setattr__(self, "storage", Storage(self.storage))
+
+    def to_nats(self) -> api.ObjectStoreConfig:
+        return api.ObjectStoreConfig(
+            bucket=self.bucket,
+            description=self.description,
+            ttl=self.ttl or None,
+            max_bytes=self.max_bytes,
+            storage=api.StorageType(self.storage.value),
+            replicas=self.replicas,
+        )
+
+    def ensure(self, client: JetStreamClient) -> bool:
+        """Creates the bucket if missing; returns whether it was created."""
+        if bucket_exists(client, f"OBJ_{self.bucket}"):
+            return False
+        client.run(
+            client.js.create_object_store(self.bucket, config=self.to_nats()),
+            what=f"create object store {self.bucket!r}",
+            bucket=self.bucket,
+        )
+        return True
+
+
+def bucket_exists(client: JetStreamClient, stream_name: str) -> bool:
+    """Whether the stream backing a bucket (`KV_<bucket>` or `OBJ_<bucket>`) exists."""
+    return client.streams.exists(stream_name)
+
+
+__all__ = ["KeyValueSpec", "ObjectStoreSpec"]

@@ -1,0 +1,127 @@
+"""`JetStreamResource`: how Dagster code reaches JetStream."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from contextlib import contextmanager
+
+from dagster import ConfigurableResource, InitResourceContext
+from pydantic import Field, PrivateAttr
+
+from resources.jetstream.client import JetStreamClient
+from resources.jetstream.connection import ConnectionSettings, parse_servers
+
+
+class JetStreamResource(ConfigurableResource):
+    """A NATS JetStream connection for assets, asset checks and sensors.
+
+    The connection opens on first use within a run or sensor tick (never at import) and is
+    drained and closed when the run or tick ends. Secrets belong in `dagster.EnvVar`.
+
+    Examples:
+        >>> from dagster import EnvVar, asset
+        >>> jetstream = JetStreamResource(
+        ...     servers="nats://nats-1:4222,nats://nats-2:4222",
+        ...     user="lakehouse",
+        ...     password=EnvVar("NATS_PASSWORD"),
+        ...     tls_ca_file="/etc/nats/ca.pem",
+        ... )
+        >>> @asset
+        ... def lag(jetstream: JetStreamResource) -> int:
+        ...     return jetstream.get_client().consumers.info("FILE_EVENTS", "bronze").num_pending
+    """
+
+    servers: str = Field(
+        default="nats://127.0.0.1:4222",
+        description="NATS server URL, or several separated by commas (the NATS_URL convention).",
+    )
+    client_name: str = Field(
+        default="jetstream-lakehouse",
+        description="Connection name shown in the server's monitoring (connz).",
+    )
+    connect_timeout: float = Field(
+        default=5.0,
+        description="Seconds allowed for the initial connection, all attempts included.",
+    )
+    request_timeout: float = Field(
+        default=10.0, description="Seconds to wait for each JetStream API request."
+    )
+    allow_reconnect: bool = Field(default=True, description="Reconnect after the connection drops.")
+    max_reconnect_attempts: int = Field(
+        default=60, description="Reconnect attempts per server before giving up (-1: forever)."
+    )
+    reconnect_time_wait: float = Field(
+        default=2.0, description="Seconds between reconnect attempts to the same server."
+    )
+    domain: str | None = Field(
+        default=None, description="JetStream domain (leaf nodes, multi-cluster hierarchies)."
+    )
+    api_prefix: str | None = Field(
+        default=None, description="JetStream API prefix, for cross-account imports."
+    )
+    user: str | None = Field(default=None, description="User name for user/password auth.")
+    password: str | None = Field(
+        default=None, description="Password for user/password auth (use EnvVar)."
+    )
+    token: str | None = Field(default=None, description="Token auth (use EnvVar).")
+    nkey_seed: str | None = Field(default=None, description="NKey seed, 'SU...' (use EnvVar).")
+    nkey_seed_file: str | None = Field(default=None, description="Path to an NKey seed file.")
+    creds_file: str | None = Field(
+        default=None, description="Path to a decentralised-auth credentials (.creds) file."
+    )
+    tls_ca_file: str | None = Field(
+        default=None, description="CA bundle that signs the server's certificate."
+    )
+    tls_cert_file: str | None = Field(
+        default=None, description="Client certificate, when the server verifies clients."
+    )
+    tls_key_file: str | None = Field(default=None, description="Client certificate's key.")
+    tls_handshake_first: bool = Field(
+        default=False, description="Start TLS before the NATS INFO (server `handshake_first`)."
+    )
+
+    _client: JetStreamClient | None = PrivateAttr(default=None)
+
+    def connection_settings(self) -> ConnectionSettings:
+        """The validated connection settings (raises before any I/O if they are wrong)."""
+        return ConnectionSettings(
+            servers=parse_servers(self.servers),
+            name=self.client_name,
+            connect_timeout=self.connect_timeout,
+            request_timeout=self.request_timeout,
+            allow_reconnect=self.allow_reconnect,
+            max_reconnect_attempts=self.max_reconnect_attempts,
+            reconnect_time_wait=self.reconnect_time_wait,
+            domain=self.domain,
+            api_prefix=self.api_prefix,
+            user=self.user,
+            password=self.password,
+            token=self.token,
+            nkey_seed=self.nkey_seed,
+            nkey_seed_file=self.nkey_seed_file,
+            creds_file=self.creds_file,
+            tls_ca_file=self.tls_ca_file,
+            tls_cert_file=self.tls_cert_file,
+            tls_key_file=self.tls_key_file,
+            tls_handshake_first=self.tls_handshake_first,
+        )
+
+    def get_client(self) -> JetStreamClient:
+        """The run's (or tick's) client, connected on first use and closed at teardown."""
+        if self._client is None:
+            self._client = JetStreamClient(self.connection_settings())
+        return self._client.connect()
+
+    @contextmanager
+    def client(self) -> Iterator[JetStreamClient]:
+        """A separate client for use outside a run; closed when the block exits."""
+        client = JetStreamClient(self.connection_settings())
+        try:
+            yield client.connect()
+        finally:
+            client.close()
+
+    def teardown_after_execution(self, context: InitResourceContext) -> None:
+        client, self._client = self._client, None
+        if client is not None:
+            client.close()
