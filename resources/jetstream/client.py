@@ -11,7 +11,7 @@ import asyncio
 import math
 from collections.abc import Coroutine, Iterable
 from functools import cached_property
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import nats.errors
 import nats.js.errors
@@ -31,6 +31,11 @@ from resources.jetstream.errors import (
 from resources.jetstream.messages import MSG_ID_HEADER, JsMessage, PubAck
 from resources.jetstream.runtime import EventLoopThread
 from resources.jetstream.streams import Streams, validate_name, validate_subject
+
+if TYPE_CHECKING:
+    from resources.jetstream.buckets import KeyValueSpec, ObjectStoreSpec
+    from resources.jetstream.kv import KeyValueBucket
+    from resources.jetstream.object_store import ObjectStoreBucket
 
 T = TypeVar("T")
 
@@ -124,6 +129,30 @@ class JetStreamClient:
     def consumers(self) -> Consumers:
         """Consumer management: add, info, delete, ..."""
         return Consumers(self)
+
+    def key_value(self, bucket: str) -> KeyValueBucket:
+        """Binds to an existing Key-Value bucket (raises `BucketNotFoundError` if missing)."""
+        from resources.jetstream import kv
+
+        return kv.bind(self, bucket)
+
+    def create_key_value(self, spec: KeyValueSpec) -> KeyValueBucket:
+        """Creates the Key-Value bucket if it is missing, then binds to it."""
+        from resources.jetstream import kv
+
+        return kv.create(self, spec)
+
+    def object_store(self, bucket: str) -> ObjectStoreBucket:
+        """Binds to an existing Object Store bucket (raises `BucketNotFoundError` if missing)."""
+        from resources.jetstream import object_store
+
+        return object_store.bind(self, bucket)
+
+    def create_object_store(self, spec: ObjectStoreSpec) -> ObjectStoreBucket:
+        """Creates the Object Store bucket if it is missing, then binds to it."""
+        from resources.jetstream import object_store
+
+        return object_store.create(self, spec)
 
     def run(
         self,
