@@ -1,0 +1,1 @@
+"""Software-defined assets and asset checks."""

@@ -1,0 +1,1 @@
+"""The Dagster code location: definitions, jobs, the ingest engine, pure Spark transforms."""

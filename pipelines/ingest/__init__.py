@@ -1,0 +1,1 @@
+"""Ingestion from JetStream durable consumers into bronze Delta tables."""
