@@ -1,0 +1,47 @@
+# The two commands: `make demo` and `make test`. Both set everything up first.
+#   make demo   run the pipeline end to end on an embedded nats-server, local Spark, local Delta
+#   make test   run the whole test suite (what CI runs, through .ci/run)
+#   make dev    open the Dagster UI + daemon against the embedded nats-server
+#   make lint   ruff check and format check
+#   make bench  the benchmarks in bench/ (see docs/performance.md)
+
+PYTHON ?= python3.11
+VENV   ?= .venv
+PY     := $(VENV)/bin/python
+STAMP  := $(VENV)/.installed
+EVENTS ?= 1000
+PYTEST_ARGS ?=
+
+.PHONY: setup demo test dev lint bench clean lock
+
+$(STAMP): pyproject.toml constraints.txt
+	@test -x $(PY) || $(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install --quiet --upgrade pip
+	$(PY) -m pip install --quiet --constraint constraints.txt --editable '.[dev]'
+	@touch $(STAMP)
+
+setup: $(STAMP)
+	$(PY) -m pipelines.cli setup
+
+demo: setup
+	$(PY) -m pipelines.cli demo --events $(EVENTS)
+
+test: setup
+	$(PY) -m pytest $(PYTEST_ARGS)
+
+dev: setup
+	$(PY) -m pipelines.cli dev
+
+lint: $(STAMP)
+	$(VENV)/bin/ruff check .
+	$(VENV)/bin/ruff format --check .
+
+bench: setup
+	$(PY) bench/ingest.py
+
+clean:
+	rm -rf .data spark-warehouse metastore_db derby.log
+
+lock: $(STAMP)
+	@echo "# Versions known to resolve together (pip freeze of a working install); \`make lock\` rewrites it." > constraints.txt
+	$(PY) -m pip freeze --exclude-editable | grep -v '^jetstream-lakehouse' >> constraints.txt

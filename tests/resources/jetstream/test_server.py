@@ -1,0 +1,46 @@
+"""The embedded nats-server: JetStream on, a free port, its store dir, a clean stop."""
+
+import socket
+import urllib.request
+
+import pytest
+
+from resources.jetstream import EmbeddedNatsServer, JetStreamResource, StreamSpec
+from resources.jetstream.errors import EmbeddedServerError
+
+
+def port_of(url: str) -> int:
+    return int(url.rsplit(":", 1)[1])
+
+
+def test_two_embedded_servers_get_different_free_ports_and_report_jetstream_healthy(tmp_path):
+    with (
+        EmbeddedNatsServer(store_dir=tmp_path / "a") as a,
+        EmbeddedNatsServer(store_dir=tmp_path / "b") as b,
+    ):
+        assert port_of(a.url) != port_of(b.url)
+        with urllib.request.urlopen(f"{a.monitoring_url}/healthz?js-enabled-only=true") as r:
+            assert r.status == 200
+
+
+def test_streams_survive_a_restart_on_the_same_store_dir(tmp_path):
+    with EmbeddedNatsServer(store_dir=tmp_path) as server:
+        with JetStreamResource(servers=server.url).client() as js:
+            js.streams.add(StreamSpec("KEPT", ("kept.>",)))
+            js.publish("kept.one", b"1")
+    with EmbeddedNatsServer(store_dir=tmp_path) as server:
+        with JetStreamResource(servers=server.url).client() as js:
+            assert js.streams.info("KEPT").last_seq == 1
+
+
+def test_stopped_server_no_longer_accepts_connections(tmp_path):
+    server = EmbeddedNatsServer(store_dir=tmp_path).start()
+    port = port_of(server.url)
+    server.stop()
+    with pytest.raises(OSError), socket.create_connection(("127.0.0.1", port), timeout=1):
+        pass
+
+
+def test_bad_config_fails_start_with_the_server_log(tmp_path):
+    with pytest.raises(EmbeddedServerError, match="nats-server exited"):
+        EmbeddedNatsServer(store_dir=tmp_path, extra_config="this is { not valid").start()
