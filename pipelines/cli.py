@@ -16,7 +16,7 @@ def check_java() -> str:
     """Returns `java -version`'s first line; exits with a clear message if Java 17+ is missing."""
     java = shutil.which("java")
     if java is None:
-        sys.exit("Java not found: Spark needs Java 17 or later (e.g. apt-get install openjdk-17-jre)")
+        sys.exit("Java not found: Spark needs Java 17+ (e.g. apt-get install openjdk-17-jre)")
     output = subprocess.run([java, "-version"], capture_output=True, text=True).stderr
     match = re.search(r'version "(\d+)', output)
     if match is None or int(match.group(1)) < 17:

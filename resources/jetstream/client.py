@@ -2,14 +2,14 @@
 
 It owns an `EventLoopThread` and one nats-py connection, runs every coroutine there, and
 translates nats-py errors into `resources.jetstream.errors`. Management lives in
-`client.streams` and `client.consumers`; publishing and fetching are methods here.
+`client.streams` and `client.consumers`; publishing and consuming are thin methods here over
+`publishing`, `consuming` (pull), `push` and `ordered`.
 """
 
 from __future__ import annotations
 
-import asyncio
 import math
-from collections.abc import Coroutine, Iterable
+from collections.abc import Coroutine, Iterable, Iterator, Mapping, Sequence
 from functools import cached_property
 from typing import TYPE_CHECKING, Any, TypeVar
 
@@ -19,18 +19,18 @@ from nats.aio.client import Client as NATS
 from nats.js import JetStreamContext
 from nats.js.manager import JetStreamManager
 
+from resources.jetstream import consuming, ordered, publishing, push
 from resources.jetstream.connection import ConnectionSettings, open_connection
 from resources.jetstream.consumers import Consumers
 from resources.jetstream.errors import (
     ConnectionFailedError,
-    InvalidArgumentError,
     JetStreamError,
-    NoStreamForSubjectError,
     translate_api_error,
 )
-from resources.jetstream.messages import MSG_ID_HEADER, JsMessage, PubAck
+from resources.jetstream.messages import JsMessage, PubAck
+from resources.jetstream.push import PushSubscription
 from resources.jetstream.runtime import EventLoopThread
-from resources.jetstream.streams import Streams, validate_name, validate_subject
+from resources.jetstream.streams import Streams
 
 if TYPE_CHECKING:
     from resources.jetstream.buckets import KeyValueSpec, ObjectStoreSpec
@@ -54,7 +54,7 @@ class JetStreamClient:
         self._loop: EventLoopThread | None = None
         self._nc: NATS | None = None
         self._js: JetStreamContext | None = None
-        self._pull_subscriptions: dict[tuple[str, str], JetStreamContext.PullSubscription] = {}
+        self.subscriptions: set[PushSubscription] = set()  # open push subscriptions
 
     # -- lifecycle -------------------------------------------------------------------------
 
@@ -77,10 +77,15 @@ class JetStreamClient:
         return self
 
     def close(self) -> None:
-        """Drains the connection (pending acks and publishes are flushed), then closes it."""
+        """Drains the connection (pending acks and publishes are flushed), then closes it.
+
+        Open push subscriptions end first: messages they buffered but nobody took would
+        otherwise hold the drain up until its timeout (the server redelivers them).
+        """
+        for subscription in list(self.subscriptions):
+            subscription.unsubscribe()
         nc, loop = self._nc, self._loop
         self._nc = self._js = self._loop = None
-        self._pull_subscriptions.clear()
         self.__dict__.pop("jsm", None)
         if loop is None:
             return
@@ -196,133 +201,136 @@ class JetStreamClient:
                 **names,
             ) from error
 
-    # -- publishing ------------------------------------------------------------------------
+    # -- publishing and consuming: full docs on the module functions ----------------------
 
     def publish(
         self,
         subject: str,
         data: bytes,
         *,
-        headers: dict[str, str] | None = None,
+        headers: Mapping[str, str] | None = None,
         msg_id: str | None = None,
+        expected_stream: str | None = None,
+        expected_last_seq: int | None = None,
+        expected_last_msg_id: str | None = None,
+        expected_last_subject_seq: int | None = None,
+        timeout: float | None = None,
     ) -> PubAck:
-        """Publishes one message and waits for the stream's acknowledgement.
-
-        Args:
-            subject: a subject captured by a stream.
-            data: the payload, stored exactly as given.
-            headers: message headers.
-            msg_id: sets `Nats-Msg-Id`; the stream drops a repeat inside its duplicate window
-                and acknowledges it with `duplicate=True`.
+        """Publishes one message and waits for its ack (see `publishing.publish`).
 
         Raises:
             NoStreamForSubjectError: no stream captures `subject`.
+            PublishExpectationError: an `expected_*` was not met; nothing was stored.
         """
-        validate_subject(subject, wildcards=False)
-        hdrs = dict(headers or {})
-        if msg_id is not None:
-            hdrs[MSG_ID_HEADER] = msg_id
-        try:
-            ack = self.run(
-                self.js.publish(subject, data, headers=hdrs or None),
-                what=f"publish to {subject!r}",
-            )
-        except JetStreamError as error:
-            if isinstance(error.__cause__, nats.js.errors.NoStreamResponseError):
-                raise NoStreamForSubjectError(
-                    f"no stream captures subject {subject!r}; add it to a stream's subjects "
-                    "(see the topology) before publishing",
-                ) from error
-            raise
-        return PubAck(stream=ack.stream, seq=ack.seq, duplicate=bool(ack.duplicate))
+        expect = publishing.Expectations(
+            stream=expected_stream,
+            last_seq=expected_last_seq,
+            last_msg_id=expected_last_msg_id,
+            last_subject_seq=expected_last_subject_seq,
+        )
+        return publishing.publish(
+            self, subject, data, headers=headers, msg_id=msg_id, expect=expect, timeout=timeout
+        )
 
     def publish_batch(
         self,
-        messages: Iterable[tuple[str, bytes, dict[str, str] | None]],
+        messages: Iterable[publishing.OutboundMessage],
         *,
         max_in_flight: int = 256,
+        timeout: float | None = None,
     ) -> list[PubAck]:
-        """Publishes many messages with at most `max_in_flight` acknowledgements outstanding.
-
-        Args:
-            messages: (subject, data, headers) triples; put `Nats-Msg-Id` in the headers for
-                de-duplication.
-            max_in_flight: the bound on unacknowledged publishes.
-
-        Returns:
-            One acknowledgement per message, in order.
-        """
-        if max_in_flight < 1:
-            raise InvalidArgumentError(f"max_in_flight must be at least 1, got {max_in_flight!r}")
-        return self.run(
-            self._publish_batch(messages, max_in_flight),
-            what="publish a batch",
-            timeout=math.inf,  # each publish is bounded by the request timeout
+        """Publishes (subject, data[, headers]) tuples with at most `max_in_flight` acks
+        outstanding; returns the acks in input order (see `publishing.publish_batch`)."""
+        return publishing.publish_batch(
+            self, messages, max_in_flight=max_in_flight, timeout=timeout
         )
-
-    async def _publish_batch(self, messages, max_in_flight: int) -> list[PubAck]:
-        js = self.js
-        window: asyncio.Semaphore = asyncio.Semaphore(max_in_flight)
-        pending: list[asyncio.Future] = []
-
-        async def one(subject: str, data: bytes, headers: dict[str, str] | None):
-            try:
-                return await js.publish(subject, data, headers=headers)
-            finally:
-                window.release()
-
-        for subject, data, headers in messages:
-            await window.acquire()
-            pending.append(asyncio.ensure_future(one(subject, data, headers)))
-        acks = await asyncio.gather(*pending)
-        return [PubAck(stream=a.stream, seq=a.seq, duplicate=bool(a.duplicate)) for a in acks]
-
-    # -- consuming -------------------------------------------------------------------------
 
     def fetch(
-        self, stream: str, durable: str, *, batch: int = 100, expires: float = 1.0
+        self,
+        stream: str,
+        durable: str,
+        *,
+        batch: int = 100,
+        max_bytes: int | None = None,
+        expires: float = 1.0,
     ) -> list[JsMessage]:
-        """Fetches up to `batch` messages from a durable pull consumer.
-
-        Args:
-            stream: the stream.
-            durable: the durable pull consumer (it must exist).
-            batch: the most messages to return.
-            expires: seconds to wait for messages; an empty stream returns `[]`.
-        """
-        validate_name("stream", stream)
-        validate_name("consumer", durable)
-        if batch < 1 or expires <= 0:
-            raise InvalidArgumentError(
-                f"fetch from {stream!r}/{durable!r}: batch must be >= 1 and expires > 0, "
-                f"got batch={batch!r}, expires={expires!r}"
-            )
-        names = {"stream": stream, "consumer": durable}
-        subscription = self._pull_subscription(stream, durable)
-
-        async def fetch_batch():
-            try:
-                return await subscription.fetch(batch, timeout=expires)
-            except nats.errors.TimeoutError:
-                return []
-
-        messages = self.run(
-            fetch_batch(),
-            what=f"fetch from consumer {durable!r} of stream {stream!r}",
-            timeout=expires + self.settings.request_timeout,
-            **names,
+        """Fetches up to `batch` messages from a durable pull consumer; `[]` if none came
+        within `expires` seconds (see `consuming.fetch`)."""
+        return consuming.fetch(
+            self, stream, durable, batch=batch, max_bytes=max_bytes, expires=expires
         )
-        return [JsMessage.from_nats(m, self) for m in messages]
 
-    def _pull_subscription(self, stream: str, durable: str):
-        cache = self._pull_subscriptions
-        key = (stream, durable)
-        if key not in cache:
-            self.consumers.info(stream, durable)  # a clear error if either is missing
-            cache[key] = self.run(
-                self.js.pull_subscribe_bind(durable=durable, stream=stream),
-                what=f"bind to consumer {durable!r} of stream {stream!r}",
-                stream=stream,
-                consumer=durable,
-            )
-        return cache[key]
+    def next_message(self, stream: str, durable: str, *, timeout: float = 1.0) -> JsMessage | None:
+        """Pulls one message from a durable pull consumer; None if none came in `timeout`."""
+        return consuming.next_message(self, stream, durable, timeout=timeout)
+
+    def iterate(
+        self,
+        stream: str,
+        durable: str,
+        *,
+        max_messages: int | None = None,
+        idle_timeout: float = 1.0,
+        batch: int = 100,
+        max_bytes: int | None = None,
+    ) -> Iterator[JsMessage]:
+        """Yields a durable pull consumer's messages across fetches until `max_messages` or
+        `idle_timeout` seconds without one (see `consuming.iterate`)."""
+        return consuming.iterate(
+            self,
+            stream,
+            durable,
+            max_messages=max_messages,
+            idle_timeout=idle_timeout,
+            batch=batch,
+            max_bytes=max_bytes,
+        )
+
+    def pull_consumer(self, stream: str, durable: str) -> consuming.PullConsumer:
+        """Binds to an existing durable pull consumer (see `consuming.PullConsumer.bind`)."""
+        return consuming.PullConsumer.bind(self, stream, durable)
+
+    def subscribe_push(self, stream: str, durable: str) -> PushSubscription:
+        """Binds to an existing durable push consumer, sharing it with the other subscribers
+        of its deliver group if it has one (see `push.subscribe_push`)."""
+        return push.subscribe_push(self, stream, durable)
+
+    def subscribe_ordered(
+        self,
+        stream: str,
+        *,
+        start_seq: int = 1,
+        filter_subjects: Sequence[str] = (),
+        idle_heartbeat: float = 5.0,
+    ) -> PushSubscription:
+        """Follows a stream in order from `start_seq` with an ephemeral ordered push consumer
+        (flow control, heartbeats; see `ordered.subscribe_ordered`)."""
+        return ordered.subscribe_ordered(
+            self,
+            stream,
+            start_seq=start_seq,
+            filter_subjects=filter_subjects,
+            idle_heartbeat=idle_heartbeat,
+        )
+
+    def read_ordered(
+        self,
+        stream: str,
+        start_seq: int,
+        end_seq: int,
+        *,
+        filter_subjects: Sequence[str] = (),
+        batch: int = 1000,
+        max_bytes: int | None = None,
+    ) -> Iterator[JsMessage]:
+        """Yields the messages with `start_seq <= stream_seq <= end_seq` in stream order,
+        reading nothing beyond `end_seq` (see `ordered.read_ordered`)."""
+        return ordered.read_ordered(
+            self,
+            stream,
+            start_seq,
+            end_seq,
+            filter_subjects=filter_subjects,
+            batch=batch,
+            max_bytes=max_bytes,
+        )

@@ -1,222 +1,226 @@
-"""Streams: their declared shape (`StreamSpec`), their state, and the management calls."""
+"""Stream management: `client.streams` (create, read, list, find, update, delete).
+
+The declared shape (`StreamSpec`) and the state read back (`StreamState`) live in
+`stream_spec`, stored messages (get, delete, purge) in `stream_messages`; `Streams`
+inherits the latter, and this module re-exports the former.
+"""
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
-from enum import StrEnum
-from typing import TYPE_CHECKING
+import json
+from typing import TYPE_CHECKING, Any
 
 from nats.js import api
 
-from resources.jetstream.errors import InvalidArgumentError, StreamNotFoundError
+from resources.jetstream.errors import (
+    NoStreamForSubjectError,
+    ServerAPIError,
+    StreamNotFoundError,
+)
+from resources.jetstream.stream_messages import StoredMessage, StreamMessages
+from resources.jetstream.stream_spec import (
+    Discard,
+    Retention,
+    Storage,
+    StreamSpec,
+    StreamState,
+    wire_value,
+)
+from resources.jetstream.validation import validate_name, validate_subject
 
 if TYPE_CHECKING:
     from resources.jetstream.client import JetStreamClient
 
-_FORBIDDEN_IN_NAMES = frozenset(" \t\r\n.*>/\\")
+REPLICAS_NOT_SUPPORTED = 10074  # "replicas > 1 not supported in non-clustered mode"
+STREAM_NAME_IN_USE = 10058  # "stream name already in use with a different configuration"
 
 
-def validate_name(kind: str, name: str) -> str:
-    """Checks a stream, consumer or bucket name before any I/O.
+def fetch_all_pages(
+    client: JetStreamClient, subject: str, key: str, *, what: str, body: dict | None = None, **names
+) -> list[Any]:
+    """Every item of a paged JetStream list API (`STREAM.LIST` pages at 256).
 
-    Raises:
-        InvalidArgumentError: if the name is empty or holds whitespace, '.', '*', '>' or a
-            path separator.
+    Asks for the next page at `offset=len(items so far)` until the server's `total` is
+    reached or a page comes back empty. Objects added or removed between pages may shift
+    the offsets: each page is a snapshot.
+
+    Args:
+        client: the client that runs the requests.
+        subject: the API subject, e.g. '$JS.API.STREAM.LIST'.
+        key: the answer's list field ('streams', 'consumers').
+        what: the operation, for error messages.
+        body: more request fields (e.g. a subject filter); `offset` is added.
+        **names: stream / consumer, attached to errors.
+
+    Returns:
+        The items of every page, in order.
     """
-    if not isinstance(name, str) or not name or _FORBIDDEN_IN_NAMES & set(name):
-        raise InvalidArgumentError(
-            f"invalid {kind} name {name!r}: use letters, digits, '-' and '_' "
-            "(no spaces, '.', '*', '>' or path separators)"
+    items: list[Any] = []
+    while True:
+        request = json.dumps({**(body or {}), "offset": len(items)}).encode()
+        page = client.run(
+            client.jsm._api_request(subject, request, timeout=client.settings.request_timeout),
+            what=what,
+            **names,
         )
-    return name
+        batch = page.get(key) or []
+        items.extend(batch)
+        if not batch or len(items) >= page.get("total", 0):
+            return items
 
 
-def validate_subject(subject: str, *, wildcards: bool = True) -> str:
-    """Checks a subject (or a subject filter when `wildcards`) before any I/O."""
-    tokens = subject.split(".") if isinstance(subject, str) else [""]
-    bad = not subject or any(not t or " " in t for t in tokens)
-    if not wildcards:
-        bad = bad or any(t in ("*", ">") for t in tokens)
-    bad = bad or any(t == ">" for t in tokens[:-1])
-    if bad:
-        raise InvalidArgumentError(
-            f"invalid subject {subject!r}: use dot-separated tokens like 'files.deleted'"
-            + (", with '*' for one token and a final '>' for the rest" if wildcards else "")
-        )
-    return subject
-
-
-def wire_value(value: object, default: StrEnum) -> str:
-    """The string of an enum field read back by nats-py (an Enum, a plain str, or None)."""
-    if value is None:
-        return default.value
-    return str(getattr(value, "value", value))
-
-
-class Storage(StrEnum):
-    FILE = "file"
-    MEMORY = "memory"
-
-
-class Retention(StrEnum):
-    LIMITS = "limits"
-    INTEREST = "interest"
-    WORK_QUEUE = "workqueue"
-
-
-class Discard(StrEnum):
-    OLD = "old"
-    NEW = "new"
-
-
-@dataclass(frozen=True)
-class StreamSpec:
-    """A stream as declared in code; `-1` / `0` mean unlimited, as on the wire.
-
-    Examples:
-        >>> StreamSpec(name="FILE_EVENTS", subjects=("files.>",), max_age=7 * 86400)
-    """
-
-    name: str
-    subjects: tuple[str, ...]
-    description: str | None = None
-    storage: Storage = Storage.FILE
-    retention: Retention = Retention.LIMITS
-    max_msgs: int = -1
-    max_bytes: int = -1
-    max_age: float = 0  # seconds; 0 keeps messages forever
-    max_msg_size: int = -1
-    max_msgs_per_subject: int = -1
-    discard: Discard = Discard.OLD
-    duplicate_window: float = 120  # seconds
-    replicas: int = 1
-    allow_direct: bool = True
-
-    def __post_init__(self) -> None:
-        validate_name("stream", self.name)
-        if isinstance(self.subjects, str):
-            object.__setattr__(self, "subjects", (self.subjects,))
-        if not self.subjects:
-            raise InvalidArgumentError(f"stream {self.name!r} needs at least one subject")
-        for subject in self.subjects:
-            validate_subject(subject)
-        for enum, attr in ((Storage, "storage"), (Retention, "retention"), (Discard, "discard")):
-            object.__setattr__(self, attr, enum(getattr(self, attr)))
-        if not 1 <= self.replicas <= 5:
-            raise InvalidArgumentError(
-                f"stream {self.name!r}: replicas must be between 1 and 5, got {self.replicas!r}"
-            )
-        if self.max_age < 0 or self.duplicate_window < 0:
-            raise InvalidArgumentError(
-                f"stream {self.name!r}: max_age and duplicate_window must not be negative"
-            )
-
-    def to_nats(self) -> api.StreamConfig:
-        return api.StreamConfig(
-            name=self.name,
-            description=self.description,
-            subjects=list(self.subjects),
-            storage=api.StorageType(self.storage.value),
-            retention=api.RetentionPolicy(self.retention.value),
-            max_msgs=self.max_msgs,
-            max_bytes=self.max_bytes,
-            max_age=self.max_age,
-            max_msg_size=self.max_msg_size,
-            max_msgs_per_subject=self.max_msgs_per_subject,
-            discard=api.DiscardPolicy(self.discard.value),
-            duplicate_window=self.duplicate_window,
-            num_replicas=self.replicas,
-            allow_direct=self.allow_direct,
-        )
-
-    @classmethod
-    def from_nats(cls, config: api.StreamConfig) -> StreamSpec:
-        return cls(
-            name=config.name or "",
-            subjects=tuple(config.subjects or ()),
-            description=config.description,
-            storage=Storage(wire_value(config.storage, Storage.FILE)),
-            retention=Retention(wire_value(config.retention, Retention.LIMITS)),
-            max_msgs=config.max_msgs if config.max_msgs is not None else -1,
-            max_bytes=config.max_bytes if config.max_bytes is not None else -1,
-            max_age=config.max_age or 0,
-            max_msg_size=config.max_msg_size if config.max_msg_size is not None else -1,
-            max_msgs_per_subject=config.max_msgs_per_subject,
-            discard=Discard(wire_value(config.discard, Discard.OLD)),
-            duplicate_window=config.duplicate_window or 0,
-            replicas=config.num_replicas or 1,
-            allow_direct=bool(config.allow_direct),
-        )
-
-
-@dataclass(frozen=True)
-class StreamState:
-    """A stream's configuration and counters at one moment."""
-
-    name: str
-    subjects: tuple[str, ...]
-    messages: int
-    bytes: int
-    first_seq: int
-    last_seq: int
-    consumer_count: int
-    num_deleted: int
-    spec: StreamSpec = field(repr=False)
-
-    @classmethod
-    def from_nats(cls, info: api.StreamInfo) -> StreamState:
-        state = info.state
-        return cls(
-            name=info.config.name or "",
-            subjects=tuple(info.config.subjects or ()),
-            messages=state.messages,
-            bytes=state.bytes,
-            first_seq=state.first_seq,
-            last_seq=state.last_seq,
-            consumer_count=state.consumer_count,
-            num_deleted=state.num_deleted or 0,
-            spec=StreamSpec.from_nats(info.config),
-        )
-
-
-class Streams:
+class Streams(StreamMessages):
     """Stream management: `client.streams`."""
 
     def __init__(self, client: JetStreamClient) -> None:
         self._client = client
 
     def add(self, spec: StreamSpec) -> StreamState:
-        """Creates the stream; if it exists with the same config, returns it unchanged."""
-        return self._call(
-            f"add stream {spec.name!r}", spec.name, self._jsm.add_stream(spec.to_nats())
-        )
+        """Creates the stream; if it exists with the same config, returns it unchanged.
+
+        Args:
+            spec: the stream.
+
+        Returns:
+            The new (or identical existing) stream.
+
+        Raises:
+            ServerAPIError: the name is taken by a stream with another configuration, the
+                subjects overlap another stream's, or replicas exceed the cluster.
+        """
+        return self._call("add", spec, self._jsm.add_stream(spec.to_nats()))
 
     def update(self, spec: StreamSpec) -> StreamState:
-        """Changes an existing stream's configuration (e.g. adds a subject)."""
-        return self._call(
-            f"update stream {spec.name!r}", spec.name, self._jsm.update_stream(spec.to_nats())
-        )
+        """Changes an existing stream's configuration (e.g. adds a subject).
+
+        A `duplicate_window` of None resets the window to the server's default. Storage,
+        retention (mostly) and the name cannot change; the server refuses those.
+
+        Args:
+            spec: the stream's new configuration.
+
+        Returns:
+            The updated stream.
+
+        Raises:
+            StreamNotFoundError: the stream does not exist.
+            ServerAPIError: the server refused the change.
+        """
+        return self._call("update", spec, self._jsm.update_stream(spec.to_nats()))
 
     def info(self, name: str) -> StreamState:
-        """Returns the stream's configuration and state."""
+        """Returns the stream's configuration and state.
+
+        Args:
+            name: the stream.
+
+        Returns:
+            Its configuration (`.spec`) and counters.
+
+        Raises:
+            StreamNotFoundError: the stream does not exist.
+        """
         validate_name("stream", name)
-        return self._call(f"read stream {name!r}", name, self._jsm.stream_info(name))
+        info = self._client.run(
+            self._jsm.stream_info(name), what=f"read stream {name!r}", stream=name
+        )
+        return StreamState.from_nats(info)
 
     def exists(self, name: str) -> bool:
-        """Whether the stream exists."""
+        """Whether the stream exists.
+
+        Args:
+            name: the stream.
+
+        Returns:
+            True if the server has it.
+        """
         try:
             self.info(name)
         except StreamNotFoundError:
             return False
         return True
 
+    def list(self, subject: str | None = None) -> list[StreamState]:
+        """Every stream (all pages), or those whose subjects overlap `subject`.
+
+        Args:
+            subject: a subject or wildcard filter; None lists every stream.
+
+        Returns:
+            The streams, in the server's order.
+        """
+        body = {"subject": validate_subject(subject)} if subject is not None else None
+        pages = fetch_all_pages(
+            self._client,
+            f"{self._jsm._prefix}.STREAM.LIST",
+            "streams",
+            what="list streams",
+            body=body,
+        )
+        return [StreamState.from_nats(api.StreamInfo.from_response(s)) for s in pages]
+
+    def names(self, subject: str | None = None) -> list[str]:
+        """The names of every stream (all pages), or of those overlapping `subject`.
+
+        Args:
+            subject: a subject or wildcard filter; None names every stream.
+
+        Returns:
+            The names.
+        """
+        body = {"subject": validate_subject(subject)} if subject is not None else None
+        return fetch_all_pages(
+            self._client,
+            f"{self._jsm._prefix}.STREAM.NAMES",
+            "streams",
+            what="list stream names",
+            body=body,
+        )
+
+    def find(self, subject: str) -> str:
+        """The name of the stream that captures `subject`.
+
+        Args:
+            subject: a literal subject (no wildcards), e.g. 'files.deleted'.
+
+        Returns:
+            The stream's name.
+
+        Raises:
+            InvalidArgumentError: `subject` is not a literal subject.
+            NoStreamForSubjectError: no stream captures it.
+        """
+        validate_subject(subject, wildcards=False)
+        names = self.names(subject)
+        if not names:
+            raise NoStreamForSubjectError(
+                f"no stream captures subject {subject!r}; add it to a stream's subjects "
+                "(see the topology) or check the subject"
+            )
+        return names[0]
+
     def delete(self, name: str) -> None:
-        """Deletes the stream, its messages and its consumers."""
+        """Deletes the stream, its messages and its consumers.
+
+        Args:
+            name: the stream.
+
+        Raises:
+            StreamNotFoundError: the stream does not exist.
+        """
         validate_name("stream", name)
         self._client.run(self._jsm.delete_stream(name), what=f"delete stream {name!r}", stream=name)
 
-    def _call(self, what: str, name: str, coro) -> StreamState:
-        info = self._client.run(coro, what=what, stream=name)
+    def _call(self, verb: str, spec: StreamSpec, coro) -> StreamState:
+        what = f"{verb} stream {spec.name!r}"
+        try:
+            info = self._client.run(coro, what=what, stream=spec.name)
+        except ServerAPIError as error:
+            explained = _explained(error, what, spec)
+            if explained is None:
+                raise
+            raise explained from error
         return StreamState.from_nats(info)
 
     @property
@@ -224,13 +228,37 @@ class Streams:
         return self._client.jsm
 
 
+def _explained(error: ServerAPIError, what: str, spec: StreamSpec) -> ServerAPIError | None:
+    """The server's error on add/update with what to do, for the causes we recognise."""
+    description = getattr(error.__cause__, "description", None) or str(error)
+    if error.err_code == REPLICAS_NOT_SUPPORTED:
+        hint = (
+            f"stream {spec.name!r} asks for {spec.replicas} replicas but the server is not "
+            f"clustered ({description}); set replicas=1 or run a JetStream cluster of at least "
+            f"{spec.replicas} servers"
+        )
+    elif error.err_code == STREAM_NAME_IN_USE:
+        hint = (
+            f"stream {spec.name!r} exists with a different configuration ({description}); "
+            "change it with `client.streams.update(spec)` (or reconcile the topology)"
+        )
+    else:
+        return None
+    return ServerAPIError(
+        f"cannot {what}: {hint}", code=error.code, err_code=error.err_code, stream=spec.name
+    )
+
+
 __all__ = [
     "Discard",
     "Retention",
     "Storage",
+    "StoredMessage",
     "StreamSpec",
     "StreamState",
     "Streams",
+    "fetch_all_pages",
     "validate_name",
     "validate_subject",
+    "wire_value",
 ]

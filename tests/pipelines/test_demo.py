@@ -39,8 +39,10 @@ def test_demo_twice_lands_every_event_and_leaves_the_consumer_caught_up(tmp_path
     assert sorted(r.seq for r in rows) == list(range(1, 201))
 
     # The embedded server is stopped; restart one on the demo's store to check the consumer.
-    with EmbeddedNatsServer(store_dir=tmp_path / "nats") as server:
-        with JetStreamResource(servers=server.url).client() as js:
-            consumer = js.consumers.info("FILE_EVENTS", "lakehouse-bronze")
-            assert consumer.ack_floor_stream_seq == js.streams.info("FILE_EVENTS").last_seq
-            assert consumer.ack_floor_stream_seq == 200
+    with (
+        EmbeddedNatsServer(store_dir=tmp_path / "nats") as server,
+        JetStreamResource(servers=server.url).client() as js,
+    ):
+        consumer = js.consumers.info("FILE_EVENTS", "lakehouse-bronze")
+        assert consumer.ack_floor_stream_seq == js.streams.info("FILE_EVENTS").last_seq
+        assert consumer.ack_floor_stream_seq == 200

@@ -24,13 +24,17 @@ def test_two_embedded_servers_get_different_free_ports_and_report_jetstream_heal
 
 
 def test_streams_survive_a_restart_on_the_same_store_dir(tmp_path):
-    with EmbeddedNatsServer(store_dir=tmp_path) as server:
-        with JetStreamResource(servers=server.url).client() as js:
-            js.streams.add(StreamSpec("KEPT", ("kept.>",)))
-            js.publish("kept.one", b"1")
-    with EmbeddedNatsServer(store_dir=tmp_path) as server:
-        with JetStreamResource(servers=server.url).client() as js:
-            assert js.streams.info("KEPT").last_seq == 1
+    with (
+        EmbeddedNatsServer(store_dir=tmp_path) as server,
+        JetStreamResource(servers=server.url).client() as js,
+    ):
+        js.streams.add(StreamSpec("KEPT", ("kept.>",)))
+        js.publish("kept.one", b"1")
+    with (
+        EmbeddedNatsServer(store_dir=tmp_path) as server,
+        JetStreamResource(servers=server.url).client() as js,
+    ):
+        assert js.streams.info("KEPT").last_seq == 1
 
 
 def test_stopped_server_no_longer_accepts_connections(tmp_path):

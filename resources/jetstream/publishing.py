@@ -1,0 +1,327 @@
+"""Publishing to JetStream: one message with expectations, or a batch with bounded acks in flight.
+
+Each publish is a request to the subject; the stream that captures it answers with a
+`PubAck` or an API error. Expectations travel as headers (`Nats-Expected-*`) and the server
+rejects the message when one is not met, which makes optimistic concurrency possible.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import math
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+import nats.errors
+import nats.js.errors
+from nats.js.api import Header
+
+from resources.jetstream.errors import (
+    EXPECTED_STREAM_MISMATCH,
+    WRONG_LAST_MSG_ID,
+    WRONG_LAST_SEQUENCE,
+    InvalidArgumentError,
+    JetStreamError,
+    NoStreamForSubjectError,
+    PublishExpectationError,
+    RequestTimeoutError,
+    translate_api_error,
+)
+from resources.jetstream.messages import MSG_ID_HEADER, PubAck
+from resources.jetstream.validation import validate_name, validate_seq, validate_subject
+
+if TYPE_CHECKING:
+    from nats.aio.client import Client as NATS
+
+    from resources.jetstream.client import JetStreamClient
+
+OutboundMessage = tuple[str, bytes, Mapping[str, str] | None]
+
+
+@dataclass(frozen=True)
+class Expectations:
+    """What the stream must look like for a publish to be accepted (None: no expectation)."""
+
+    stream: str | None = None
+    last_seq: int | None = None
+    last_msg_id: str | None = None
+    last_subject_seq: int | None = None
+
+    def __post_init__(self) -> None:
+        if self.stream is not None:
+            validate_name("stream", self.stream)
+        for name in ("last_seq", "last_subject_seq"):
+            if getattr(self, name) is not None:  # 0: no message yet
+                validate_seq(f"expected_{name}", getattr(self, name), minimum=0)
+        if self.last_msg_id is not None and not self.last_msg_id:
+            raise InvalidArgumentError("expected_last_msg_id must not be empty")
+
+    @classmethod
+    def from_headers(cls, headers: Mapping[str, str] | None) -> Expectations:
+        """Reads the expectations back from outbound headers (for error messages)."""
+        hdrs = headers or {}
+
+        def seq(header: Header) -> int | None:
+            value = hdrs.get(header.value)
+            return int(value) if value is not None and value.isdigit() else None
+
+        try:
+            return cls(
+                stream=hdrs.get(Header.EXPECTED_STREAM.value),
+                last_seq=seq(Header.EXPECTED_LAST_SEQUENCE),
+                last_msg_id=hdrs.get(Header.EXPECTED_LAST_MSG_ID.value),
+                last_subject_seq=seq(Header.EXPECTED_LAST_SUBJECT_SEQUENCE),
+            )
+        except InvalidArgumentError:  # a raw header the server read differently
+            return cls()
+
+    def headers(self) -> dict[str, str]:
+        pairs = (
+            (Header.EXPECTED_STREAM, self.stream),
+            (Header.EXPECTED_LAST_SEQUENCE, self.last_seq),
+            (Header.EXPECTED_LAST_MSG_ID, self.last_msg_id),
+            (Header.EXPECTED_LAST_SUBJECT_SEQUENCE, self.last_subject_seq),
+        )
+        return {header.value: str(value) for header, value in pairs if value is not None}
+
+    def describe_violation(self, err_code: int, actual: str) -> str:
+        """States which expectation failed, given the server's error code and actual value."""
+        if err_code == EXPECTED_STREAM_MISMATCH:
+            return f"expected stream {self.stream!r} but the subject is stored in {actual!r}"
+        if err_code == WRONG_LAST_MSG_ID:
+            return f"expected last msg-id {self.last_msg_id!r} but it is {actual!r}"
+        wanted = [
+            f"{label} {value}"
+            for label, value in (
+                ("last sequence of the stream", self.last_seq),
+                ("last sequence of the subject", self.last_subject_seq),
+            )
+            if value is not None
+        ]
+        return f"expected {' and '.join(wanted) or 'a last sequence'} but it is {actual}"
+
+
+def outbound_headers(
+    headers: Mapping[str, str] | None, msg_id: str | None, expect: Expectations
+) -> dict[str, str] | None:
+    """Merges the caller's headers, the msg-id and the expectation headers (checked first)."""
+    merged = dict(headers or {})
+    for key, value in merged.items():
+        if not isinstance(key, str) or not key or not isinstance(value, str):
+            raise InvalidArgumentError(f"header {key!r}: {value!r} must map a name to a str")
+    if msg_id is not None:
+        if not isinstance(msg_id, str) or not msg_id:
+            raise InvalidArgumentError(f"msg_id must be a non-empty str, got {msg_id!r}")
+        merged[MSG_ID_HEADER] = msg_id
+    merged.update(expect.headers())
+    return merged or None
+
+
+async def request_publish(
+    nc: NATS,
+    subject: str,
+    data: bytes,
+    headers: dict[str, str] | None,
+    *,
+    timeout: float,
+) -> PubAck:
+    """Publishes one message and waits for its ack (on the client's loop).
+
+    Raises:
+        NoStreamForSubjectError: no stream captures `subject`.
+        PublishExpectationError: the stream rejected an expectation header.
+        RequestTimeoutError: no answer within `timeout` seconds.
+        JetStreamError: any other rejection, translated.
+    """
+    what = f"publish to {subject!r}"
+    try:
+        reply = await nc.request(subject, data, timeout=timeout, headers=headers)
+    except nats.errors.NoRespondersError:
+        raise NoStreamForSubjectError(
+            f"cannot {what}: no stream captures this subject; add it to a stream's subjects "
+            "(see the topology) or fix the subject"
+        ) from None
+    except nats.errors.TimeoutError:
+        raise RequestTimeoutError(
+            f"cannot {what}: no acknowledgement within {timeout}s; the stream may be "
+            "unavailable (publish again with the same msg_id to stay duplicate-free)"
+        ) from None
+    try:
+        response = json.loads(reply.data)
+    except ValueError:
+        response = None
+    if not isinstance(response, dict):
+        raise NoStreamForSubjectError(
+            f"cannot {what}: it was answered by a plain NATS subscriber, not a stream; "
+            "no stream captures this subject"
+        )
+    if "error" not in response:
+        return PubAck.from_response(response)
+    error = _api_error(response["error"])
+    stream = response.get("stream") or None
+    err_code = error.err_code or 0
+    if err_code in (WRONG_LAST_SEQUENCE, WRONG_LAST_MSG_ID, EXPECTED_STREAM_MISMATCH):
+        description = error.description or ""
+        actual = stream if err_code == EXPECTED_STREAM_MISMATCH else description.rpartition(": ")[2]
+        violation = Expectations.from_headers(headers).describe_violation(err_code, actual)
+        raise PublishExpectationError(
+            f"publish to {subject!r} rejected by stream {stream!r}: {violation} "
+            f"({description}); re-read the stream state and publish with the current "
+            "expectation",
+            stream=stream,
+        )
+    raise translate_api_error(error, what, stream=stream)
+
+
+def publish(
+    client: JetStreamClient,
+    subject: str,
+    data: bytes,
+    *,
+    headers: Mapping[str, str] | None = None,
+    msg_id: str | None = None,
+    expect: Expectations | None = None,
+    timeout: float | None = None,
+) -> PubAck:
+    """Publishes one message and waits for the stream's acknowledgement.
+
+    Args:
+        client: the connected client.
+        subject: a subject captured by a stream (no wildcards).
+        data: the payload, stored exactly as given.
+        headers: message headers.
+        msg_id: sets `Nats-Msg-Id`; the stream drops a repeat inside its duplicate window and
+            acknowledges it with `duplicate=True` and the original's sequence.
+        expect: what the stream must look like (`Nats-Expected-*` headers).
+        timeout: seconds to wait for the acknowledgement (default: the request timeout).
+
+    Returns:
+        Where the message was stored.
+
+    Raises:
+        InvalidArgumentError: a bad subject, payload, header or expectation (before I/O).
+        NoStreamForSubjectError: no stream captures `subject`.
+        PublishExpectationError: an expectation was not met; nothing was stored.
+        RequestTimeoutError: no acknowledgement in time (publish again with the msg_id).
+    """
+    validate_subject(subject, wildcards=False)
+    _check_payload(data)
+    wait = _check_timeout(client, timeout)
+    hdrs = outbound_headers(headers, msg_id, expect or Expectations())
+    return client.run(
+        request_publish(client.nc, subject, bytes(data), hdrs, timeout=wait),
+        what=f"publish to {subject!r}",
+        timeout=wait + 5,
+    )
+
+
+def publish_batch(
+    client: JetStreamClient,
+    messages: Iterable[OutboundMessage],
+    *,
+    max_in_flight: int = 256,
+    timeout: float | None = None,
+) -> list[PubAck]:
+    """Publishes many messages with at most `max_in_flight` acknowledgements outstanding.
+
+    Submission stops at the first failure; the publishes already in flight finish.
+
+    Args:
+        client: the connected client.
+        messages: (subject, data) pairs or (subject, data, headers) triples; put
+            `Nats-Msg-Id` (and any `Nats-Expected-*`) in the headers.
+        max_in_flight: the bound on unacknowledged publishes.
+        timeout: seconds to wait for each acknowledgement (default: the request timeout).
+
+    Returns:
+        One acknowledgement per message, in input order.
+
+    Raises:
+        InvalidArgumentError: a bad message or bound (all checked before any I/O).
+        JetStreamError: the error of the first failed message in input order, with a note
+            saying how many messages were acknowledged.
+    """
+    validate_seq("max_in_flight", max_in_flight)
+    wait = _check_timeout(client, timeout)
+    batch: list[tuple[str, bytes, dict[str, str] | None]] = []
+    for index, item in enumerate(messages):
+        if not isinstance(item, tuple) or len(item) not in (2, 3):
+            raise InvalidArgumentError(
+                f"batch message {index} must be (subject, data) or (subject, data, headers), "
+                f"got {item!r}"
+            )
+        subject, data, headers = item if len(item) == 3 else (*item, None)
+        validate_subject(subject, wildcards=False)
+        _check_payload(data)
+        batch.append((subject, bytes(data), outbound_headers(headers, None, Expectations())))
+    if not batch:
+        return []
+    return client.run(
+        _publish_window(client.nc, batch, max_in_flight, wait),
+        what=f"publish a batch of {len(batch)} messages",
+        timeout=math.inf,  # each publish is bounded by `wait`
+    )
+
+
+async def _publish_window(
+    nc: NATS,
+    batch: list[tuple[str, bytes, dict[str, str] | None]],
+    max_in_flight: int,
+    timeout: float,
+) -> list[PubAck]:
+    """Keeps at most `max_in_flight` publishes unacknowledged; stops submitting on a failure."""
+    window = asyncio.Semaphore(max_in_flight)
+    failed = False
+
+    async def one(subject: str, data: bytes, headers: dict[str, str] | None) -> PubAck:
+        nonlocal failed
+        try:
+            return await request_publish(nc, subject, data, headers, timeout=timeout)
+        except BaseException:
+            failed = True
+            raise
+        finally:
+            window.release()
+
+    tasks: list[asyncio.Task[PubAck]] = []
+    for subject, data, headers in batch:
+        await window.acquire()
+        if failed:
+            window.release()
+            break
+        tasks.append(asyncio.ensure_future(one(subject, data, headers)))
+    results = await asyncio.gather(*tasks, return_exceptions=True)
+    for index, result in enumerate(results):
+        if isinstance(result, BaseException):
+            stored = sum(isinstance(r, PubAck) for r in results)
+            if isinstance(result, JetStreamError):
+                result.add_note(
+                    f"batch message {index} of {len(batch)} failed; {stored} messages were "
+                    f"acknowledged and {len(batch) - len(tasks)} never sent. Publish the batch "
+                    "again with Nats-Msg-Id headers to complete it without duplicates."
+                )
+            raise result
+    return list(results)  # type: ignore[arg-type]
+
+
+def _api_error(body: dict) -> nats.js.errors.APIError:
+    try:
+        nats.js.errors.APIError.from_error(body)  # raises the class for the code
+    except nats.js.errors.APIError as error:
+        return error
+    return nats.js.errors.APIError(**body)
+
+
+def _check_payload(data: object) -> None:
+    if not isinstance(data, bytes | bytearray | memoryview):
+        raise InvalidArgumentError(f"payload must be bytes, got {type(data).__name__}")
+
+
+def _check_timeout(client: JetStreamClient, timeout: float | None) -> float:
+    if timeout is None:
+        return client.settings.request_timeout
+    if timeout <= 0:
+        raise InvalidArgumentError(f"publish timeout must be positive, got {timeout!r}")
+    return timeout
