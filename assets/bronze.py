@@ -1,6 +1,5 @@
 """Bronze assets: one per `IngestSpec`, each landing a durable consumer's messages in Delta."""
 
-
 from dagster import (
     AssetExecutionContext,
     AssetKey,

@@ -24,6 +24,9 @@ from types import TracebackType
 from resources.jetstream.errors import EmbeddedServerError
 
 BINARY_ENV = "NATS_SERVER_BIN"
+# The health check talks to loopback directly: an http_proxy in the environment (common in
+# CI) would otherwise receive it, and the server would never look healthy.
+_DIRECT = urllib.request.build_opener(urllib.request.ProxyHandler({}))
 
 
 def find_nats_server_binary() -> Path:
@@ -163,7 +166,7 @@ class EmbeddedNatsServer:
 
     def _jetstream_healthy(self) -> bool:
         try:
-            with urllib.request.urlopen(
+            with _DIRECT.open(
                 f"{self.monitoring_url}/healthz?js-enabled-only=true", timeout=1
             ) as response:
                 return response.status == 200
