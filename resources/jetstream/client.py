@@ -39,6 +39,17 @@ if TYPE_CHECKING:
 
 T = TypeVar("T")
 
+# nats-py errors that mean the connection itself is gone (others are about one request).
+CONNECTION_ERRORS = (
+    nats.errors.ConnectionClosedError,
+    nats.errors.ConnectionDrainingError,
+    nats.errors.ConnectionReconnectingError,
+    nats.errors.StaleConnectionError,
+    nats.errors.OutboundBufferLimitError,
+    nats.errors.NoServersError,
+    nats.errors.UnexpectedEOF,
+)
+
 
 class JetStreamClient:
     """A connected JetStream client with a synchronous API.
@@ -194,12 +205,14 @@ class JetStreamClient:
             raise translate_api_error(
                 nats.js.errors.ServiceUnavailableError(description="no responders"), what, **names
             ) from error
-        except (nats.errors.ConnectionClosedError, nats.errors.Error, OSError) as error:
+        except (*CONNECTION_ERRORS, OSError) as error:
             raise ConnectionFailedError(
                 f"cannot {what}: the connection to {self.settings.server_list} failed ({error})",
                 server=self.settings.server_list,
                 **names,
             ) from error
+        except nats.errors.Error as error:
+            raise JetStreamError(f"cannot {what}: {error}", **names) from error
 
     # -- publishing and consuming: full docs on the module functions ----------------------
 

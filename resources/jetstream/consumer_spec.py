@@ -201,14 +201,22 @@ class ConsumerSpec:
         )
 
     @classmethod
-    def from_nats(cls, stream: str, config: api.ConsumerConfig) -> ConsumerSpec:
-        """The spec of a consumer configuration read back from the server."""
+    def from_nats(
+        cls, stream: str, config: api.ConsumerConfig, name: str | None = None
+    ) -> ConsumerSpec:
+        """The spec of a consumer configuration read back from the server.
+
+        Args:
+            stream: the consumer's stream.
+            config: the configuration the server reports.
+            name: the consumer's name, for ephemeral consumers whose config has none.
+        """
         filters = config.filter_subjects or (
             [config.filter_subject] if config.filter_subject else []
         )
         return cls(
             stream=stream,
-            durable=config.durable_name or config.name or "",
+            durable=config.durable_name or config.name or name or "",
             filter_subjects=tuple(filters),
             description=config.description,
             deliver_policy=DeliverPolicy(wire_value(config.deliver_policy, DeliverPolicy.ALL)),
@@ -269,7 +277,7 @@ class ConsumerState:
             num_redelivered=info.num_redelivered or 0,
             num_waiting=info.num_waiting or 0,
             paused=paused,
-            spec=ConsumerSpec.from_nats(info.stream_name, info.config),
+            spec=ConsumerSpec.from_nats(info.stream_name, info.config, name=info.name),
             pause_until=api.Base._parse_utc_iso(until) if until else None,
         )
 
