@@ -75,7 +75,17 @@ class JetStreamClient:
             return self
         loop = EventLoopThread()
         try:
-            self._nc = loop.run(open_connection(self.settings))
+            # open_connection bounds itself by connect_timeout; this is only a backstop.
+            self._nc = loop.run(
+                open_connection(self.settings), timeout=self.settings.connect_timeout + 10
+            )
+        except TimeoutError as error:
+            loop.close()
+            raise ConnectionFailedError(
+                f"cannot connect to NATS server {self.settings.server_list}: no answer within "
+                f"{self.settings.connect_timeout + 10}s; check the server and the network",
+                server=self.settings.server_list,
+            ) from error
         except BaseException:
             loop.close()
             raise
@@ -103,7 +113,7 @@ class JetStreamClient:
         try:
             if nc is not None and not nc.is_closed:
                 loop.run(nc.drain(), timeout=self.settings.request_timeout + 5)
-        except (TimeoutError, nats.errors.Error):
+        except (TimeoutError, OSError, nats.errors.Error):
             loop.run(nc.close(), timeout=5)
         finally:
             loop.close()

@@ -76,6 +76,11 @@ class JetStreamResource(ConfigurableResource):
         default=None, description="Client certificate, when the server verifies clients."
     )
     tls_key_file: str | None = Field(default=None, description="Client certificate's key.")
+    tls_hostname: str | None = Field(
+        default=None,
+        description="Host name to check the server's certificate against, when it differs "
+        "from the URL's host.",
+    )
     tls_handshake_first: bool = Field(
         default=False, description="Start TLS before the NATS INFO (server `handshake_first`)."
     )
@@ -103,6 +108,7 @@ class JetStreamResource(ConfigurableResource):
             tls_ca_file=self.tls_ca_file,
             tls_cert_file=self.tls_cert_file,
             tls_key_file=self.tls_key_file,
+            tls_hostname=self.tls_hostname,
             tls_handshake_first=self.tls_handshake_first,
         )
 

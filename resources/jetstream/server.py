@@ -8,6 +8,7 @@ for the same port.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import shutil
@@ -81,7 +82,10 @@ class EmbeddedNatsServer:
     def log_path(self) -> Path:
         """Where the server writes its log (beside its generated config)."""
         if self._run_dir is None:
-            raise EmbeddedServerError("the embedded nats-server has not been started")
+            raise EmbeddedServerError(
+                "the embedded nats-server is not running (its log is removed when it stops); "
+                "call start() or use it as a context manager"
+            )
         return self._run_dir / "nats-server.log"
 
     def start(self) -> EmbeddedNatsServer:
@@ -91,14 +95,22 @@ class EmbeddedNatsServer:
         self.store_dir = Path(self.store_dir).resolve()
         self.store_dir.mkdir(parents=True, exist_ok=True)
         self._run_dir = Path(tempfile.mkdtemp(prefix="nats-server-"))
-        config_path = self._run_dir / "nats-server.conf"
-        config_path.write_text(self._config_text())
-        self._process = subprocess.Popen(
-            [str(find_nats_server_binary()), "-c", str(config_path), "-l", str(self.log_path)],
-            stdout=subprocess.DEVNULL,
-            stderr=subprocess.DEVNULL,
-        )
         try:
+            config_path = self._run_dir / "nats-server.conf"
+            config_path.write_text(self._config_text())
+            # Configuration errors come on stderr, before the server opens its log.
+            with (self._run_dir / "nats-server.stderr").open("wb") as stderr:
+                self._process = subprocess.Popen(
+                    [
+                        str(find_nats_server_binary()),
+                        "-c",
+                        str(config_path),
+                        "-l",
+                        str(self.log_path),
+                    ],
+                    stdout=subprocess.DEVNULL,
+                    stderr=stderr,
+                )
             self._wait_until_ready()
         except BaseException:
             self.stop()
@@ -106,16 +118,24 @@ class EmbeddedNatsServer:
         return self
 
     def stop(self) -> None:
-        """Stops the server; JetStream data stays in `store_dir`."""
+        """Stops the server and removes its run directory (config, ports file, log).
+
+        JetStream data stays in `store_dir`; a later `start()` learns the new ports.
+        """
         process, self._process = self._process, None
-        if process is None:
-            return
-        process.terminate()
+        run_dir, self._run_dir = self._run_dir, None
+        self.url = self.monitoring_url = ""
         try:
-            process.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            process.kill()
-            process.wait(timeout=10)
+            if process is not None:
+                process.terminate()
+                try:
+                    process.wait(timeout=10)
+                except subprocess.TimeoutExpired:
+                    process.kill()
+                    process.wait(timeout=10)
+        finally:
+            if run_dir is not None:
+                shutil.rmtree(run_dir, ignore_errors=True)
 
     def __enter__(self) -> EmbeddedNatsServer:
         return self.start()
@@ -149,7 +169,7 @@ class EmbeddedNatsServer:
             if self._process.poll() is not None:
                 raise EmbeddedServerError(
                     f"nats-server exited with code {self._process.returncode} at start-up; "
-                    f"its log ({self.log_path}) ends with:\n{self._log_tail()}"
+                    f"its output ends with:\n{self._log_tail()}"
                 )
             if not self.url and ports_file.exists():
                 ports = json.loads(ports_file.read_text() or "{}")
@@ -161,7 +181,7 @@ class EmbeddedNatsServer:
             time.sleep(0.05)
         raise EmbeddedServerError(
             f"nats-server did not become healthy within {self.startup_timeout}s; "
-            f"its log ({self.log_path}) ends with:\n{self._log_tail()}"
+            f"its output ends with:\n{self._log_tail()}"
         )
 
     def _jetstream_healthy(self) -> bool:
@@ -174,7 +194,9 @@ class EmbeddedNatsServer:
             return False
 
     def _log_tail(self, lines: int = 20) -> str:
-        try:
-            return "\n".join(self.log_path.read_text().splitlines()[-lines:])
-        except OSError:
-            return "(no log)"
+        assert self._run_dir is not None
+        output: list[str] = []
+        for path in (self._run_dir / "nats-server.stderr", self.log_path):
+            with contextlib.suppress(OSError):
+                output += path.read_text(errors="replace").splitlines()
+        return "\n".join(output[-lines:]) or "(nothing)"
