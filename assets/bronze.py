@@ -13,10 +13,9 @@ from dagster import (
 )
 
 from pipelines.ingest.bronze import BRONZE_SCHEMA
-from pipelines.ingest.engine import ingest_pending
+from pipelines.ingest.engine import IngestResult, run_ingest
 from pipelines.ingest.spec import IngestSpec
 from resources.jetstream import JetStreamResource, StreamSpec
-from resources.jetstream.metadata import consumer_metadata
 from resources.lakehouse import LakehouseResource
 from resources.spark import SparkResource
 
@@ -75,39 +74,55 @@ def build_bronze_asset(spec: IngestSpec) -> AssetsDefinition:
         spark: SparkResource,
         lakehouse: LakehouseResource,
     ) -> MaterializeResult:
-        """Lands the consumer's pending messages in the bronze Delta table."""
+        """Lands the consumer's next range in the bronze Delta table, exactly once."""
         client = jetstream.get_client()
         session = spark.get_session()
         path = lakehouse.table_path(spec.table)
-
-        def progress(messages: int, version: int) -> None:
-            context.log.info(f"{spec.table}: {messages} messages committed (Delta v{version})")
-
-        result = ingest_pending(
-            client, session, spec, path, run_id=context.run.run_id, on_commit=progress
+        result = run_ingest(
+            client,
+            session,
+            spec,
+            path,
+            checkpoints=client.create_key_value(spec.checkpoint_bucket_spec()),
+            run_id=context.run.run_id,
         )
-        rows = count_rows(session, path)
-        consumer = client.consumers.info(spec.stream, spec.durable)
-        metadata = {
-            "messages": MetadataValue.int(result.messages),
-            "bytes": MetadataValue.int(result.bytes),
-            "first_seq": MetadataValue.int(result.first_seq or 0),
-            "last_seq": MetadataValue.int(result.last_seq or 0),
-            "commits": MetadataValue.int(result.commits),
-            "duration_seconds": MetadataValue.float(round(result.duration, 3)),
-            "stream_last_seq": MetadataValue.int(result.stream_last_seq),
-            "table_path": MetadataValue.path(path),
-            **consumer_metadata(consumer),
-        }
-        if result.delta_version is not None:
-            metadata["delta_version"] = MetadataValue.int(result.delta_version)
-        if rows is not None:
-            metadata["dagster/row_count"] = MetadataValue.int(rows)
-        context.log.info(
-            f"{spec.table}: {result.messages} new messages (seq {result.first_seq}-"
-            f"{result.last_seq}); consumer {spec.durable!r} ack floor "
-            f"{consumer.ack_floor_stream_seq}, lag {consumer.num_pending}"
-        )
-        return MaterializeResult(metadata=metadata)
+        if result.start is None:
+            context.log.info(f"{spec.stream}/{spec.durable}: nothing new")
+        else:
+            context.log.info(
+                f"{spec.table}: range {result.start}-{result.end}, {result.messages} messages "
+                f"(Delta v{result.delta_version}"
+                + ("" if result.written else ", already committed: skipped")
+                + f"); consumer {spec.durable!r} ack floor {result.ack_floor}, lag {result.lag}"
+            )
+        return MaterializeResult(metadata=ingest_metadata(result, session, path))
 
     return bronze_asset
+
+
+def ingest_metadata(result: IngestResult, session, path: str) -> dict[str, MetadataValue]:
+    """What a bronze materialisation reports (numbers plot over time in the UI)."""
+    metadata = {
+        "range_start": MetadataValue.int(result.start or 0),
+        "range_end": MetadataValue.int(result.end or 0),
+        "messages": MetadataValue.int(result.messages),
+        "bytes": MetadataValue.int(result.bytes),
+        "lag": MetadataValue.int(result.lag),
+        "ack_floor": MetadataValue.int(result.ack_floor),
+        "stream_last_seq": MetadataValue.int(result.stream_last_seq),
+        "readers": MetadataValue.int(result.readers),
+        "duration_seconds": MetadataValue.float(round(result.duration, 3)),
+        "committed": MetadataValue.bool(result.written),
+        "table_path": MetadataValue.path(path),
+    }
+    if result.delta_version is not None:
+        metadata["delta_version"] = MetadataValue.int(result.delta_version)
+    if result.recovered_from:
+        metadata["recovered_range_of_run"] = MetadataValue.text(result.recovered_from)
+    if result.gap:
+        metadata["gap"] = MetadataValue.text(f"{result.gap[0]}-{result.gap[1]}")
+        metadata["gap_messages"] = MetadataValue.int(result.gap[1] - result.gap[0] + 1)
+    rows = count_rows(session, path)
+    if rows is not None:
+        metadata["dagster/row_count"] = MetadataValue.int(rows)
+    return metadata

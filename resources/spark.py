@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import json
 import os
+import sys
 from dataclasses import dataclass, field
 
 from dagster import ConfigurableResource
@@ -125,6 +126,10 @@ def build_spark_session(settings: SparkSettings):
 
     if settings.remote:
         return SparkSession.builder.remote(settings.remote).appName(settings.app_name).getOrCreate()
+    if settings.master.startswith("local"):
+        # Python workers must run this interpreter (the virtualenv), not `python3` on PATH;
+        # PySpark reads only this variable when it starts its workers.
+        os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     builder = SparkSession.builder.master(settings.master).appName(settings.app_name)
     for key, value in settings.conf().items():
         builder = builder.config(key, value)

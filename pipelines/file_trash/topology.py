@@ -7,7 +7,7 @@ The demo, `make dev` and the tests provision the server from `FILE_TRASH_TOPOLOG
 from __future__ import annotations
 
 from pipelines.ingest.spec import IngestSpec
-from resources.jetstream import KeyValueSpec, ObjectStoreSpec, StreamSpec, Topology
+from resources.jetstream import ObjectStoreSpec, StreamSpec, Topology
 
 DAY = 86_400  # seconds
 
@@ -28,11 +28,7 @@ BRONZE_FILE_EVENTS = IngestSpec(
     table="bronze/file_events",
 )
 
-CHECKPOINTS = KeyValueSpec(
-    "lakehouse-checkpoints",
-    description="Ingest checkpoints: planned and committed ranges, leases.",
-    history=10,
-)
+CHECKPOINTS = BRONZE_FILE_EVENTS.checkpoint_bucket_spec()
 
 ARTIFACTS = ObjectStoreSpec(
     "lakehouse-artifacts", description="Validation reports and run manifests."

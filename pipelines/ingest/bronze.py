@@ -18,9 +18,10 @@ from __future__ import annotations
 
 import datetime as dt
 from collections.abc import Sequence
+from dataclasses import dataclass
 
 import pyarrow as pa
-from pyspark.sql import SparkSession
+from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql.types import (
     BinaryType,
     DateType,
@@ -87,10 +88,60 @@ def messages_to_arrow(
     return pa.table(columns, schema=BRONZE_ARROW_SCHEMA)
 
 
-def append_to_bronze(spark: SparkSession, table_path: str, rows: pa.Table) -> int:
-    """Appends Arrow rows to the bronze Delta table (creating it) and returns its new version."""
+def table_version(spark: SparkSession, table_path: str) -> int | None:
+    """The Delta table's current version, or None if there is no table yet."""
     from delta.tables import DeltaTable
 
-    frame = spark.createDataFrame(rows, schema=BRONZE_SCHEMA)
-    frame.write.format("delta").mode("append").partitionBy(*PARTITION_COLUMNS).save(table_path)
+    if not DeltaTable.isDeltaTable(spark, table_path):
+        return None
     return DeltaTable.forPath(spark, table_path).history(1).collect()[0]["version"]
+
+
+@dataclass(frozen=True)
+class CommitOutcome:
+    """What an idempotent commit did: `written` is False when Delta skipped it as a repeat."""
+
+    version: int | None
+    written: bool
+
+
+def commit_idempotently(
+    frame: DataFrame, table_path: str, *, app_id: str, txn_version: int
+) -> CommitOutcome:
+    """Appends `frame` in one Delta commit tagged (app_id, txn_version).
+
+    Delta records the pair in the table's log and skips any later write whose txn_version is
+    not above the recorded one for that app_id, so committing the same planned range twice
+    (after a crash, say) lands its rows once.
+    """
+    spark = frame.sparkSession
+    before = table_version(spark, table_path)
+    (
+        frame.write.format("delta")
+        .mode("append")
+        .option("txnAppId", app_id)
+        .option("txnVersion", txn_version)
+        .partitionBy(*PARTITION_COLUMNS)
+        .save(table_path)
+    )
+    after = table_version(spark, table_path)
+    return CommitOutcome(version=after, written=after != before)
+
+
+def replace_range(frame: DataFrame, table_path: str, *, stream: str, start: int, end: int) -> int:
+    """Replaces the bronze rows of `stream` with seq in [start, end] by `frame` (a replay).
+
+    Returns the new table version. Rows outside the range are untouched, so replaying a
+    range twice gives the same table.
+    """
+    predicate = f"stream = '{stream}' AND seq BETWEEN {int(start)} AND {int(end)}"
+    (
+        frame.write.format("delta")
+        .mode("overwrite")
+        .option("replaceWhere", predicate)
+        .partitionBy(*PARTITION_COLUMNS)
+        .save(table_path)
+    )
+    version = table_version(frame.sparkSession, table_path)
+    assert version is not None
+    return version

@@ -1,41 +1,64 @@
-"""The ingest run: pull pending messages, commit them to bronze, then acknowledge them.
+"""The exactly-once ingest run: plan, record, read, commit, advance, mark.
 
-This is the first, at-least-once slice: every message is acknowledged only after the Delta
-commit that holds it, so a crash loses nothing; a crash between the commit and the acks can
-land a message twice (it is redelivered). The exactly-once engine (planned ranges, KV
-checkpoints, idempotent commits) replaces this loop.
+One run of an `IngestSpec`, as in Spark Structured Streaming's Kafka-to-Delta path:
+
+1. take the ingest's lease (a KV key; another run of the same ingest fails fast or waits);
+2. load the checkpoint; if it holds a planned range, an earlier run died: finish that range;
+3. otherwise plan the next range, from just after the committed position to the stream's last
+   sequence, bounded by the per-run limits, and record it (KV compare-and-set) before reading;
+4. read exactly that range in parallel Spark tasks and append it to the bronze table in one
+   Delta commit tagged (txnAppId=`<stream>:<durable>`, txnVersion=range end): Delta skips a
+   repeat of the same range, so a range lands once however often it is committed;
+5. move the durable consumer to the range end (consumer reset: its ack floor becomes the end
+   and num_pending the remaining lag);
+6. mark the checkpoint committed (compare-and-set), then release the lease.
+
+A crash between any two steps leaves the planned range in the checkpoint; the next run
+finishes it and nothing is lost or written twice. docs/semantics.md walks through each case.
 """
 
 from __future__ import annotations
 
-import datetime as dt
+import logging
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
 
 from pyspark.sql import SparkSession
 
-from pipelines.ingest.bronze import append_to_bronze, messages_to_arrow
-from pipelines.ingest.spec import IngestSpec
-from resources.jetstream import JetStreamClient, JsMessage
+from pipelines.ingest.bronze import CommitOutcome, commit_idempotently, table_version
+from pipelines.ingest.checkpoint import Checkpoint, CheckpointStore, SeqRange
+from pipelines.ingest.errors import DataLossError
+from pipelines.ingest.lease import Clock, acquire_lease, utc_now
+from pipelines.ingest.plan import StreamPosition, plan_range, removed_by_limits
+from pipelines.ingest.reader import RangeRead, read_range
+from pipelines.ingest.spec import IngestSpec, OnDataLoss
+from resources.jetstream import DeliverPolicy, JetStreamClient, KeyValueBucket, StreamState
 from resources.jetstream.errors import ConsumerNotFoundError
 
-FETCH_EXPIRES = 0.5  # seconds a pull waits for messages before the run ends
+log = logging.getLogger(__name__)
+
+# The points between steps, in order; `hook(step)` is called at each (tests crash there).
+STEPS = ("planned", "committed", "consumer_advanced", "checkpoint_marked")
+Hook = Callable[[str], None]
 
 
 @dataclass(frozen=True)
 class IngestResult:
     """What one ingest run did, and where the consumer stands afterwards."""
 
+    start: int | None  # the range this run landed (None: nothing new)
+    end: int | None
     messages: int
     bytes: int
-    first_seq: int | None
-    last_seq: int | None
     delta_version: int | None
-    commits: int
+    written: bool  # False when Delta skipped the commit as a repeat of a committed range
+    recovered_from: str | None  # the run whose planned range this run finished, if any
+    gap: tuple[int, int] | None  # a range the stream's limits removed before it was read
     ack_floor: int
     lag: int
     stream_last_seq: int
+    readers: int
     duration: float  # seconds
 
 
@@ -47,81 +70,225 @@ def ensure_consumer(client: JetStreamClient, spec: IngestSpec) -> None:
         client.consumers.add(spec.consumer_spec())
 
 
-def ingest_pending(
+def initial_checkpoint(
+    client: JetStreamClient, spec: IngestSpec, stream: StreamState
+) -> Checkpoint:
+    """The checkpoint of an ingest that never ran: the consumer's current position.
+
+    An existing consumer is adopted at its ack floor; one that has delivered nothing starts
+    where its deliver policy points (the stream's first message for `all`).
+    """
+    consumer = client.consumers.info(spec.stream, spec.durable)
+    position = consumer.ack_floor_stream_seq
+    if position == 0 and consumer.delivered_stream_seq == 0:
+        policy = consumer.spec.deliver_policy
+        if policy is DeliverPolicy.BY_START_SEQUENCE and consumer.spec.opt_start_seq:
+            position = consumer.spec.opt_start_seq - 1
+        elif policy in (DeliverPolicy.NEW, DeliverPolicy.LAST):
+            position = stream.last_seq - (policy is DeliverPolicy.LAST)
+        else:
+            position = max(0, stream.first_seq - 1)
+    return Checkpoint(stream=spec.stream, consumer=spec.durable, committed_end=position)
+
+
+class IngestRun:
+    """One run of an ingest. Build it, then call `run()`.
+
+    Args:
+        client: a connected JetStream client (the driver's).
+        spark: the SparkSession with Delta.
+        spec: the ingest.
+        table_path: where its bronze Delta table lives.
+        checkpoints: the KV bucket for checkpoints and leases.
+        run_id: recorded on rows, in the checkpoint and as the lease holder.
+        clock: the current time.
+        hook: called with each name in `STEPS` as the run passes it.
+    """
+
+    def __init__(
+        self,
+        client: JetStreamClient,
+        spark: SparkSession,
+        spec: IngestSpec,
+        table_path: str,
+        *,
+        checkpoints: KeyValueBucket,
+        run_id: str,
+        clock: Clock = utc_now,
+        hook: Hook | None = None,
+    ) -> None:
+        self.client = client
+        self.spark = spark
+        self.spec = spec
+        self.table_path = table_path
+        self.store = CheckpointStore(checkpoints)
+        self.checkpoints = checkpoints
+        self.run_id = run_id
+        self.clock = clock
+        self.hook = hook or (lambda step: None)
+
+    def run(self) -> IngestResult:
+        """Lands the next range (or finishes an interrupted one) exactly once."""
+        started = time.monotonic()
+        spec = self.spec
+        ensure_consumer(self.client, spec)
+        lease = acquire_lease(
+            self.checkpoints,
+            stream=spec.stream,
+            consumer=spec.durable,
+            holder=self.run_id,
+            ttl=spec.lease_ttl,
+            wait=spec.lease_wait,
+            clock=self.clock,
+        )
+        try:
+            stream = self.client.streams.info(spec.stream)
+            checkpoint = self.store.load(spec.stream, spec.durable) or initial_checkpoint(
+                self.client, spec, stream
+            )
+            recovered_from = checkpoint.planned.run_id if checkpoint.planned else None
+            if checkpoint.planned is not None:
+                planned = checkpoint.planned
+                log.info(
+                    "finishing range %s-%s planned by run %s",
+                    planned.start,
+                    planned.end,
+                    planned.run_id,
+                )
+            else:
+                bounds = plan_range(
+                    checkpoint.committed_end,
+                    StreamPosition(
+                        stream.first_seq, stream.last_seq, stream.messages, stream.bytes
+                    ),
+                    max_messages=spec.max_messages,
+                    max_bytes=spec.max_bytes,
+                )
+                if bounds is None:
+                    return self._result(started, None, 0, 0, None, False, None, None)
+                planned = SeqRange.new(*bounds, self.run_id, self.clock())
+                checkpoint = self.store.save(checkpoint.with_plan(planned))
+            self.hook("planned")
+            lease = lease.renew(self.clock)
+
+            outcome, messages, size = self._read_and_commit(planned, stream)
+            self.hook("committed")
+
+            gap = removed_by_limits(
+                planned.start, planned.end, self.client.streams.info(spec.stream).first_seq
+            )
+            if gap is not None and spec.on_data_loss is OnDataLoss.FAIL:
+                raise self._data_loss(gap, committed=outcome.written)
+            lease = lease.renew(self.clock)
+            self.client.consumers.reset(spec.stream, spec.durable, planned.end + 1)
+            self.hook("consumer_advanced")
+            gap_range = SeqRange.new(*gap, self.run_id, self.clock()) if gap else None
+            self.store.save(checkpoint.with_commit(planned, outcome.version, gap_range))
+            self.hook("checkpoint_marked")
+            return self._result(
+                started,
+                planned,
+                messages,
+                size,
+                outcome.version,
+                outcome.written,
+                recovered_from,
+                gap,
+            )
+        finally:
+            lease.release()
+
+    def _read_and_commit(
+        self, planned: SeqRange, stream: StreamState
+    ) -> tuple[CommitOutcome, int, int]:
+        """Reads what the stream still holds of `planned` and commits it idempotently.
+
+        Returns the commit's outcome, and the messages and payload bytes read.
+        """
+        spec = self.spec
+        gap = removed_by_limits(planned.start, planned.end, stream.first_seq)
+        if gap is not None and spec.on_data_loss is OnDataLoss.FAIL:
+            raise self._data_loss(gap, committed=False)
+        first = max(planned.start, stream.first_seq)
+        if first > planned.end:  # the whole range is gone (and skipping was asked for)
+            return CommitOutcome(table_version(self.spark, self.table_path), False), 0, 0
+        frame, counters = read_range(
+            self.spark,
+            RangeRead(
+                settings=self.client.settings,
+                stream=spec.stream,
+                filter_subjects=spec.filter_subjects,
+                start=first,
+                end=planned.end,
+                readers=spec.readers,
+                pull_batch=spec.pull_batch,
+                rows_per_batch=spec.rows_per_batch,
+                run_id=self.run_id,
+                ingested_at=self.clock(),
+            ),
+        )
+        outcome = commit_idempotently(
+            frame, self.table_path, app_id=spec.app_id, txn_version=planned.end
+        )
+        return outcome, counters.messages, counters.bytes
+
+    def _data_loss(self, gap: tuple[int, int], *, committed: bool) -> DataLossError:
+        spec = self.spec
+        where = (
+            "The rest of the range is committed; the consumer and checkpoint did not move."
+            if committed
+            else "Nothing was written and nothing moved."
+        )
+        return DataLossError(
+            f"stream {spec.stream!r} no longer holds messages {gap[0]}-{gap[1]} that consumer "
+            f"{spec.durable!r} had not ingested (removed by the stream's limits: max_age, "
+            f"max_msgs or max_bytes). {where} To go on without them, set the ingest's "
+            "on_data_loss='skip' (the gap is recorded in the checkpoint and the run's metadata), "
+            "or raise the stream's limits so it cannot happen again",
+            stream=spec.stream,
+            consumer=spec.durable,
+            start=gap[0],
+            end=gap[1],
+        )
+
+    def _result(self, started, planned, messages, size, version, written, recovered, gap):
+        consumer = self.client.consumers.info(self.spec.stream, self.spec.durable)
+        return IngestResult(
+            start=planned.start if planned else None,
+            end=planned.end if planned else None,
+            messages=messages,
+            bytes=size,
+            delta_version=version,
+            written=written,
+            recovered_from=recovered,
+            gap=gap,
+            ack_floor=consumer.ack_floor_stream_seq,
+            lag=consumer.num_pending,
+            stream_last_seq=self.client.streams.info(self.spec.stream).last_seq,
+            readers=self.spec.readers,
+            duration=time.monotonic() - started,
+        )
+
+
+def run_ingest(
     client: JetStreamClient,
     spark: SparkSession,
     spec: IngestSpec,
     table_path: str,
     *,
+    checkpoints: KeyValueBucket,
     run_id: str,
-    clock: Callable[[], dt.datetime] = lambda: dt.datetime.now(dt.UTC),
-    on_commit: Callable[[int, int], None] | None = None,
+    clock: Clock = utc_now,
+    hook: Hook | None = None,
 ) -> IngestResult:
-    """Lands up to `spec.max_messages` pending messages in the bronze table.
-
-    Args:
-        client: a connected JetStream client.
-        spark: the SparkSession with Delta.
-        spec: the ingest.
-        table_path: where the bronze Delta table lives.
-        run_id: recorded on every row as `ingest_run_id`.
-        clock: the source of `ingested_at`.
-        on_commit: called as `on_commit(messages_so_far, delta_version)` after each commit,
-            for progress reporting.
-    """
-    started = time.monotonic()
-    ensure_consumer(client, spec)
-    taken = size = commits = 0
-    first_seq = last_seq = version = None
-    drained = False
-    while not drained and taken < spec.max_messages:
-        chunk = _pull_chunk(client, spec, limit=min(spec.commit_every, spec.max_messages - taken))
-        drained = not chunk or chunk[-1].num_pending == 0
-        if not chunk:
-            break
-        version = append_to_bronze(
-            spark, table_path, messages_to_arrow(chunk, run_id=run_id, ingested_at=clock())
-        )
-        _acknowledge(chunk)
-        commits += 1
-        taken += len(chunk)
-        size += sum(len(m.data) for m in chunk)
-        first_seq = chunk[0].stream_seq if first_seq is None else first_seq
-        last_seq = chunk[-1].stream_seq
-        if on_commit is not None:
-            on_commit(taken, version)
-    consumer = client.consumers.info(spec.stream, spec.durable)
-    return IngestResult(
-        messages=taken,
-        bytes=size,
-        first_seq=first_seq,
-        last_seq=last_seq,
-        delta_version=version,
-        commits=commits,
-        ack_floor=consumer.ack_floor_stream_seq,
-        lag=consumer.num_pending + consumer.num_ack_pending,
-        stream_last_seq=client.streams.info(spec.stream).last_seq,
-        duration=time.monotonic() - started,
-    )
-
-
-def _pull_chunk(client: JetStreamClient, spec: IngestSpec, *, limit: int) -> list[JsMessage]:
-    chunk: list[JsMessage] = []
-    while len(chunk) < limit:
-        batch = client.fetch(
-            spec.stream,
-            spec.durable,
-            batch=min(spec.fetch_batch, limit - len(chunk)),
-            expires=FETCH_EXPIRES,
-        )
-        chunk.extend(batch)
-        if not batch or batch[-1].num_pending == 0:
-            break
-    return chunk
-
-
-def _acknowledge(messages: list[JsMessage]) -> None:
-    """Acks every message; the last one synchronously, so the ack floor has moved on return."""
-    for message in messages[:-1]:
-        message.ack()
-    messages[-1].ack_sync()
+    """Runs one exactly-once ingest (see `IngestRun`)."""
+    return IngestRun(
+        client,
+        spark,
+        spec,
+        table_path,
+        checkpoints=checkpoints,
+        run_id=run_id,
+        clock=clock,
+        hook=hook,
+    ).run()

@@ -3,10 +3,18 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from enum import StrEnum
 
-from resources.jetstream import ConsumerSpec
+from resources.jetstream import ConsumerSpec, KeyValueSpec
 from resources.jetstream.errors import InvalidArgumentError
 from resources.jetstream.streams import validate_name, validate_subject
+
+
+class OnDataLoss(StrEnum):
+    """What a run does when the stream's limits removed messages before they were read."""
+
+    FAIL = "fail"  # stop with DataLossError naming the range (the default, like Spark's Kafka)
+    SKIP = "skip"  # go on, recording the gap in the checkpoint and the run's metadata
 
 
 @dataclass(frozen=True)
@@ -20,13 +28,18 @@ class IngestSpec:
     Attributes:
         name: the asset's name (its key is `bronze/<name>`).
         stream: the JetStream stream to read.
-        durable: the durable pull consumer that is this ingest's cursor.
-        filter_subjects: subjects of the stream this ingest takes (empty: all).
+        durable: the durable consumer that is this ingest's server-side cursor.
         table: the Delta table, relative to the lakehouse root.
-        max_messages: the most messages one run takes; the rest waits for the next run.
-        fetch_batch: messages per pull request.
-        commit_every: messages per Delta commit; at most the consumer's max_ack_pending.
-        ack_wait: seconds the server waits for an ack before redelivering.
+        filter_subjects: subjects of the stream this ingest takes (empty: all).
+        max_messages: the most stream sequences one run takes; the rest waits.
+        max_bytes: the most bytes one run takes (estimated from the stream's average size).
+        readers: parallel Spark tasks reading a run's range.
+        pull_batch: messages per pull request of a reader.
+        rows_per_batch: rows per Arrow record batch a reader hands to Spark.
+        on_data_loss: fail (default) or skip when the stream's limits removed unread messages.
+        lease_ttl: seconds a run's lease lasts unless renewed (a dead run blocks no longer).
+        lease_wait: seconds a run waits for another run's lease; 0 fails at once.
+        checkpoint_bucket: the KV bucket holding checkpoints and leases.
     """
 
     name: str
@@ -34,28 +47,52 @@ class IngestSpec:
     durable: str
     table: str
     filter_subjects: tuple[str, ...] = ()
-    max_messages: int = 100_000
-    fetch_batch: int = 1_000
-    commit_every: int = 10_000
-    ack_wait: float = 300  # seconds
+    max_messages: int = 1_000_000
+    max_bytes: int = 1 << 30
+    readers: int = 2
+    pull_batch: int = 1_000
+    rows_per_batch: int = 10_000
+    on_data_loss: OnDataLoss = OnDataLoss.FAIL
+    lease_ttl: float = 600  # seconds
+    lease_wait: float = 0  # seconds
+    checkpoint_bucket: str = "lakehouse-checkpoints"
 
     def __post_init__(self) -> None:
         validate_name("stream", self.stream)
         validate_name("consumer", self.durable)
+        validate_name("bucket", self.checkpoint_bucket)
         for subject in self.filter_subjects:
             validate_subject(subject)
-        if min(self.max_messages, self.fetch_batch, self.commit_every) < 1:
+        object.__setattr__(self, "on_data_loss", OnDataLoss(self.on_data_loss))
+        sizes = (self.max_messages, self.max_bytes, self.readers, self.pull_batch)
+        if min(*sizes, self.rows_per_batch) < 1:
             raise InvalidArgumentError(
-                f"ingest {self.name!r}: max_messages, fetch_batch and commit_every must be >= 1"
+                f"ingest {self.name!r}: max_messages, max_bytes, readers, pull_batch and "
+                "rows_per_batch must be >= 1"
+            )
+        if self.lease_ttl <= 0 or self.lease_wait < 0:
+            raise InvalidArgumentError(
+                f"ingest {self.name!r}: lease_ttl must be positive and lease_wait not negative"
             )
 
+    @property
+    def app_id(self) -> str:
+        """Delta's txnAppId for this ingest's commits: `<stream>:<durable>`."""
+        return f"{self.stream}:{self.durable}"
+
+    def checkpoint_bucket_spec(self) -> KeyValueSpec:
+        """The checkpoint bucket (history kept for inspection)."""
+        return KeyValueSpec(
+            self.checkpoint_bucket,
+            description="Ingest checkpoints: planned and committed ranges, leases.",
+            history=10,
+        )
+
     def consumer_spec(self) -> ConsumerSpec:
-        """The durable pull consumer this ingest reads through."""
+        """The durable consumer this ingest advances (its ack floor is the committed position)."""
         return ConsumerSpec(
             stream=self.stream,
             durable=self.durable,
             filter_subjects=self.filter_subjects,
             description=f"lakehouse ingest {self.name!r} into {self.table!r}",
-            ack_wait=self.ack_wait,
-            max_ack_pending=self.commit_every * 2,
         )

@@ -26,8 +26,8 @@ def ingest(js, unique_name) -> IngestSpec:
         durable="bronze",
         filter_subjects=(f"{unique_name}.files.>",),
         table=f"bronze/{unique_name.lower()}",
-        commit_every=150,
-        fetch_batch=40,
+        readers=2,
+        pull_batch=40,
     )
     reconcile(js, Topology(streams=(stream,), consumers=(spec.consumer_spec(),)))
     return spec
@@ -82,10 +82,12 @@ def test_bronze_reports_range_rows_and_lag_as_metadata(
     [event] = result.get_asset_materialization_events()
     metadata = {k: v.value for k, v in event.materialization.metadata.items()}
     assert metadata["messages"] == 200
-    assert (metadata["first_seq"], metadata["last_seq"]) == (1, 200)
+    assert metadata["bytes"] > 200 * 250  # ~300-byte events
+    assert (metadata["range_start"], metadata["range_end"]) == (1, 200)
     assert metadata["dagster/row_count"] == 200
-    assert metadata["consumer_lag"] == 0
-    assert metadata["commits"] == 2  # 150 per commit
+    assert metadata["lag"] == 0
+    assert metadata["readers"] == 2
+    assert metadata["committed"] is True
 
 
 def test_bronze_run_with_nothing_new_appends_nothing(
