@@ -6,13 +6,26 @@ The specs are what `Topology` reconciles; `ensure` creates the bucket if it is m
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from nats.js import api
 
 from resources.jetstream.errors import InvalidArgumentError
-from resources.jetstream.streams import Storage, validate_name
+from resources.jetstream.streams import Storage
+
+BUCKET_NAME_RE = re.compile(r"[a-zA-Z0-9_-]+")  # what the KV and Object Store protocols allow
+
+
+def validate_bucket(bucket: str) -> str:
+    """Checks a Key-Value or Object Store bucket name before any I/O."""
+    if not isinstance(bucket, str) or not BUCKET_NAME_RE.fullmatch(bucket):
+        raise InvalidArgumentError(
+            f"invalid bucket name {bucket!r}: use only letters, digits, '-' and '_'"
+        )
+    return bucket
+
 
 if TYPE_CHECKING:
     from resources.jetstream.client import JetStreamClient
@@ -38,7 +51,7 @@ class KeyValueSpec:
     kind = "kv bucket"
 
     def __post_init__(self) -> None:
-        validate_name("bucket", self.bucket)
+        validate_bucket(self.bucket)
         object.__setattr__(self, "storage", Storage(self.storage))
         if not 1 <= self.history <= 64:
             raise InvalidArgumentError(
@@ -88,7 +101,7 @@ class ObjectStoreSpec:
     kind = "object store"
 
     def __post_init__(self) -> None:
-        validate_name("bucket", self.bucket)
+        validate_bucket(self.bucket)
         object.__setattr__(self, "storage", Storage(self.storage))
 
     def to_nats(self) -> api.ObjectStoreConfig:

@@ -4,12 +4,14 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from contextlib import contextmanager
+from typing import Any
 
-from dagster import ConfigurableResource, InitResourceContext
+from dagster import ConfigurableResource, EnvVar, InitResourceContext
 from pydantic import Field, PrivateAttr
 
 from resources.jetstream.client import JetStreamClient
 from resources.jetstream.connection import ConnectionSettings, parse_servers
+from resources.jetstream.errors import InvalidArgumentError
 
 
 class JetStreamResource(ConfigurableResource):
@@ -88,28 +90,33 @@ class JetStreamResource(ConfigurableResource):
     _client: JetStreamClient | None = PrivateAttr(default=None)
 
     def connection_settings(self) -> ConnectionSettings:
-        """The validated connection settings (raises before any I/O if they are wrong)."""
+        """The validated connection settings (raises before any I/O if they are wrong).
+
+        Fields given as `dagster.EnvVar` are resolved here too, so `client()` also works in
+        scripts, outside a Dagster run.
+        """
+        f = {name: _resolve(name, getattr(self, name)) for name in type(self).model_fields}
         return ConnectionSettings(
-            servers=parse_servers(self.servers),
-            name=self.client_name,
-            connect_timeout=self.connect_timeout,
-            request_timeout=self.request_timeout,
-            allow_reconnect=self.allow_reconnect,
-            max_reconnect_attempts=self.max_reconnect_attempts,
-            reconnect_time_wait=self.reconnect_time_wait,
-            domain=self.domain,
-            api_prefix=self.api_prefix,
-            user=self.user,
-            password=self.password,
-            token=self.token,
-            nkey_seed=self.nkey_seed,
-            nkey_seed_file=self.nkey_seed_file,
-            creds_file=self.creds_file,
-            tls_ca_file=self.tls_ca_file,
-            tls_cert_file=self.tls_cert_file,
-            tls_key_file=self.tls_key_file,
-            tls_hostname=self.tls_hostname,
-            tls_handshake_first=self.tls_handshake_first,
+            servers=parse_servers(f["servers"]),
+            name=f["client_name"],
+            connect_timeout=f["connect_timeout"],
+            request_timeout=f["request_timeout"],
+            allow_reconnect=f["allow_reconnect"],
+            max_reconnect_attempts=f["max_reconnect_attempts"],
+            reconnect_time_wait=f["reconnect_time_wait"],
+            domain=f["domain"],
+            api_prefix=f["api_prefix"],
+            user=f["user"],
+            password=f["password"],
+            token=f["token"],
+            nkey_seed=f["nkey_seed"],
+            nkey_seed_file=f["nkey_seed_file"],
+            creds_file=f["creds_file"],
+            tls_ca_file=f["tls_ca_file"],
+            tls_cert_file=f["tls_cert_file"],
+            tls_key_file=f["tls_key_file"],
+            tls_hostname=f["tls_hostname"],
+            tls_handshake_first=f["tls_handshake_first"],
         )
 
     def get_client(self) -> JetStreamClient:
@@ -131,3 +138,16 @@ class JetStreamResource(ConfigurableResource):
         client, self._client = self._client, None
         if client is not None:
             client.close()
+
+
+def _resolve(field: str, value: Any) -> Any:
+    """The value of an `EnvVar` field (Dagster resolves them only inside runs and ticks)."""
+    if not isinstance(value, EnvVar):
+        return value
+    resolved = value.get_value()
+    if resolved is None:
+        raise InvalidArgumentError(
+            f"JetStreamResource.{field} is EnvVar({value.env_var_name!r}), but that environment "
+            "variable is not set; set it before connecting"
+        )
+    return resolved

@@ -68,3 +68,11 @@ def test_undeclared_consumers_survive_unless_deletion_is_asked_for(js, unique_na
 def test_consumer_on_an_undeclared_stream_is_rejected_before_any_io():
     with pytest.raises(InvalidArgumentError, match="'ELSEWHERE'"):
         Topology(consumers=(ConsumerSpec("ELSEWHERE", "reader"),))
+
+
+@pytest.mark.parametrize("bucket", ["a@b", "café", "a.b", ""])
+def test_bucket_specs_reject_names_the_protocol_forbids_before_any_io(bucket):
+    with pytest.raises(InvalidArgumentError, match="invalid bucket name"):
+        KeyValueSpec(bucket)
+    with pytest.raises(InvalidArgumentError, match="invalid bucket name"):
+        ObjectStoreSpec(bucket)
