@@ -13,7 +13,8 @@ from dagster import (
 )
 
 from pipelines.ingest.bronze import BRONZE_SCHEMA
-from pipelines.ingest.engine import IngestResult, run_ingest
+from pipelines.ingest.engine import IngestResult
+from pipelines.ingest.run import ingest
 from pipelines.ingest.spec import IngestSpec
 from resources.jetstream import JetStreamResource, StreamSpec
 from resources.lakehouse import LakehouseResource
@@ -78,7 +79,7 @@ def build_bronze_asset(spec: IngestSpec) -> AssetsDefinition:
         client = jetstream.get_client()
         session = spark.get_session()
         path = lakehouse.table_path(spec.table)
-        result = run_ingest(
+        result = ingest(
             client,
             session,
             spec,

@@ -95,4 +95,8 @@ class IngestSpec:
             durable=self.durable,
             filter_subjects=self.filter_subjects,
             description=f"lakehouse ingest {self.name!r} into {self.table!r}",
+            # Used when the stream is a work queue (the run fetches and acks after the commit):
+            # deliveries must outlive a run and a whole run's messages may be unacknowledged.
+            ack_wait=self.lease_ttl,
+            max_ack_pending=max(1_000, min(self.max_messages, 1_000_000)),
         )

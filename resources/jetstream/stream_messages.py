@@ -116,6 +116,30 @@ class StreamMessages:
         what = f"read the last message on {subject!r} of stream {stream!r}"
         return self._get(stream, {"last_by_subj": subject}, what)
 
+    def first_seq_at(self, stream: str, moment: dt.datetime) -> int | None:
+        """The sequence of the first message the stream stored at or after `moment`.
+
+        Args:
+            stream: the stream.
+            moment: a timezone-aware time.
+
+        Returns:
+            The sequence, or None if the stream stored nothing at or after `moment`.
+
+        Raises:
+            InvalidArgumentError: `moment` has no time zone.
+            StreamNotFoundError: the stream does not exist.
+        """
+        validate_name("stream", stream)
+        if moment.tzinfo is None:
+            raise InvalidArgumentError(f"moment {moment!r} must be timezone-aware (e.g. UTC)")
+        start_time = moment.astimezone(dt.UTC).isoformat().replace("+00:00", "Z")
+        what = f"find the first message of stream {stream!r} at or after {start_time}"
+        try:
+            return self._get(stream, {"start_time": start_time}, what).seq
+        except MessageNotFoundError:
+            return None
+
     def delete_message(self, stream: str, seq: int, *, erase: bool = False) -> None:
         """Deletes the message stored at `seq`.
 
