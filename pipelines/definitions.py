@@ -6,6 +6,7 @@ from dagster import AssetSelection, Definitions, define_asset_job
 
 from assets.bronze import build_bronze_asset, build_stream_asset_spec
 from pipelines.file_trash.topology import BRONZE_FILE_EVENTS, FILE_EVENTS
+from pipelines.jobs import build_replay_job
 from pipelines.settings import Settings
 from resources.jetstream import JetStreamResource
 from resources.lakehouse import LakehouseResource
@@ -23,7 +24,7 @@ ingest_file_events_job = define_asset_job(
 
 defs = Definitions(
     assets=[build_stream_asset_spec(FILE_EVENTS), bronze_file_events],
-    jobs=[ingest_file_events_job],
+    jobs=[ingest_file_events_job, build_replay_job(BRONZE_FILE_EVENTS)],
     resources={
         "jetstream": JetStreamResource(servers=settings.nats_url),
         "spark": SparkResource(),
