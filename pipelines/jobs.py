@@ -35,7 +35,7 @@ class ReplayConfig(Config):
 def build_replay_job(spec: IngestSpec) -> JobDefinition:
     """A job that re-ingests a past range of `spec`'s stream into its bronze table."""
 
-    @op(name=f"replay_{spec.name}", tags={"kind": "spark"})
+    @op(name=f"replay_{spec.name}_range", tags={"kind": "spark"})
     def replay(
         context: OpExecutionContext,
         config: ReplayConfig,

@@ -34,14 +34,14 @@ def test_replay_job_replaces_a_range_by_sequence_and_by_time_window(
     job = build_replay_job(spec)
 
     by_seq = job.execute_in_process(
-        run_config={"ops": {"replay_t": {"config": {"start_seq": 31, "end_seq": 35}}}},
+        run_config={"ops": {"replay_t_range": {"config": {"start_seq": 31, "end_seq": 35}}}},
         resources=resources,
         instance=dagster_instance,
     )
     start = js.streams.get_message(unique_name, 36).time.isoformat()
     end = js.streams.get_message(unique_name, 40).time.isoformat()
     by_time = job.execute_in_process(
-        run_config={"ops": {"replay_t": {"config": {"start_time": start, "end_time": end}}}},
+        run_config={"ops": {"replay_t_range": {"config": {"start_time": start, "end_time": end}}}},
         resources=resources,
         instance=dagster_instance,
     )
