@@ -8,7 +8,9 @@ translates nats-py errors into `resources.jetstream.errors`. Management lives in
 
 from __future__ import annotations
 
+import collections
 import math
+import time
 from collections.abc import Coroutine, Iterable, Iterator, Mapping, Sequence
 from functools import cached_property
 from typing import TYPE_CHECKING, Any, TypeVar
@@ -25,6 +27,8 @@ from resources.jetstream.consumers import Consumers
 from resources.jetstream.errors import (
     ConnectionFailedError,
     JetStreamError,
+    PermissionDeniedError,
+    RequestTimeoutError,
     translate_api_error,
 )
 from resources.jetstream.messages import JsMessage, PubAck
@@ -65,6 +69,9 @@ class JetStreamClient:
         self._loop: EventLoopThread | None = None
         self._nc: NATS | None = None
         self._js: JetStreamContext | None = None
+        # (monotonic time, text) of permission violations the server reported: a refused
+        # request gets no answer, only this asynchronous error.
+        self._violations: collections.deque[tuple[float, str]] = collections.deque(maxlen=64)
         self.subscriptions: set[PushSubscription] = set()  # open push subscriptions
 
     # -- lifecycle -------------------------------------------------------------------------
@@ -77,7 +84,8 @@ class JetStreamClient:
         try:
             # open_connection bounds itself by connect_timeout; this is only a backstop.
             self._nc = loop.run(
-                open_connection(self.settings), timeout=self.settings.connect_timeout + 10
+                open_connection(self.settings, report_error=self._record_error),
+                timeout=self.settings.connect_timeout + 10,
             )
         except TimeoutError as error:
             loop.close()
@@ -117,6 +125,18 @@ class JetStreamClient:
             loop.run(nc.close(), timeout=5)
         finally:
             loop.close()
+
+    def _record_error(self, error: Exception) -> None:
+        """Called on the loop thread with errors the server reports after connecting."""
+        text = str(error)
+        if "permissions violation" in text.lower():
+            self._violations.append((time.monotonic(), text))
+
+    def _violation_since(self, started: float) -> str | None:
+        for moment, text in reversed(self._violations):
+            if moment >= started:
+                return text
+        return None
 
     def __enter__(self) -> JetStreamClient:
         return self.connect()
@@ -205,11 +225,17 @@ class JetStreamClient:
         wait = timeout if timeout is not None else self.settings.request_timeout + 5
         if math.isinf(wait):
             wait = None
+        started = time.monotonic()
         try:
             return self._loop.run(coro, timeout=wait)
+        except RequestTimeoutError as error:
+            raise self._refused(started, what, names) or error from error
         except JetStreamError:
             raise
-        except (nats.js.errors.Error, TimeoutError, nats.errors.TimeoutError) as error:
+        except (TimeoutError, nats.errors.TimeoutError) as error:
+            refused = self._refused(started, what, names)
+            raise refused or translate_api_error(error, what, **names) from error
+        except nats.js.errors.Error as error:
             raise translate_api_error(error, what, **names) from error
         except nats.errors.NoRespondersError as error:
             raise translate_api_error(
@@ -223,6 +249,19 @@ class JetStreamClient:
             ) from error
         except nats.errors.Error as error:
             raise JetStreamError(f"cannot {what}: {error}", **names) from error
+
+    def _refused(self, started: float, what: str, names: dict[str, Any]):
+        """A PermissionDeniedError if the server reported a violation during the request."""
+        violation = self._violation_since(started)
+        if violation is None:
+            return None
+        return PermissionDeniedError(
+            f"cannot {what}: the server refused it ({violation}); the NATS user lacks "
+            "permission for that subject. Grant it (resources/jetstream/permissions.py lists what "
+            "the pipeline needs) or connect as a user that has it",
+            server=self.settings.server_list,
+            **names,
+        )
 
     # -- publishing and consuming: full docs on the module functions ----------------------
 

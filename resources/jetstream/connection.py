@@ -307,8 +307,15 @@ def _connect_options(settings: ConnectionSettings, nc: NATS, tls: ssl.SSLContext
     )
 
 
-async def open_connection(settings: ConnectionSettings) -> NATS:
+async def open_connection(
+    settings: ConnectionSettings, report_error: Callable[[Exception], None] | None = None
+) -> NATS:
     """Opens a nats-py connection, translating failures into `ConnectionFailedError`s.
+
+    Args:
+        settings: where and how to connect.
+        report_error: called on the loop thread with each error the server reports after the
+            connection is up (such as a permissions violation), besides the warning logged.
 
     Raises:
         InvalidArgumentError: a credential, CA, certificate or key file is unusable.
@@ -336,6 +343,8 @@ async def open_connection(settings: ConnectionSettings) -> NATS:
     async def on_error(error: Exception) -> None:
         if connected.is_set():
             log.warning("NATS connection to %s: %s", settings.server_list, error)
+            if report_error is not None:
+                report_error(error)
             return
         record(error)
         if isinstance(error, DROPPED_IN_HANDSHAKE) and not probes:

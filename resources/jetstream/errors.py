@@ -56,6 +56,10 @@ class JetStreamUnavailableError(JetStreamError):
     """The server answered, but JetStream is not enabled for this account or domain."""
 
 
+class PermissionDeniedError(JetStreamError):
+    """The server refused the request: the NATS user lacks permission for its subject."""
+
+
 class RequestTimeoutError(JetStreamError):
     """A JetStream API request got no answer within the request timeout."""
 
