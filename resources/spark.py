@@ -106,6 +106,10 @@ class SparkSettings:
             "spark.sql.extensions": DELTA_EXTENSION,
             "spark.sql.catalog.spark_catalog": DELTA_CATALOG,
             "spark.databricks.delta.retentionDurationCheck.enabled": "true",
+            # Delta rebuilds a table's state (for every read, and for the txnAppId check of each
+            # idempotent commit) in this many tasks; its default of 50 costs seconds per
+            # snapshot on a small machine. Scale it with the shuffle partitions.
+            "spark.databricks.delta.snapshotPartitions": str(self.shuffle_partitions),
         }
         if self.master.startswith("local"):
             # Loopback only: nothing here needs the network, and the host name may not resolve.

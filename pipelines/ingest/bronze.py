@@ -97,6 +97,17 @@ def table_version(spark: SparkSession, table_path: str) -> int | None:
     return DeltaTable.forPath(spark, table_path).history(1).collect()[0]["version"]
 
 
+def max_landed_seq(spark: SparkSession, table_path: str, stream: str) -> int:
+    """The highest sequence of `stream` in the bronze table (0 if none, or no table)."""
+    from delta.tables import DeltaTable
+    from pyspark.sql import functions as F
+
+    if not DeltaTable.isDeltaTable(spark, table_path):
+        return 0
+    frame = spark.read.format("delta").load(table_path).where(F.col("stream") == stream)
+    return frame.agg(F.max("seq")).first()[0] or 0
+
+
 @dataclass(frozen=True)
 class CommitOutcome:
     """What an idempotent commit did: `written` is False when Delta skipped it as a repeat."""

@@ -95,15 +95,20 @@ class Checkpoint:
         return replace(self, planned=planned)
 
     def with_commit(
-        self, planned: SeqRange, delta_version: int | None, gap: SeqRange | None
+        self,
+        planned: SeqRange,
+        delta_version: int | None,
+        gap: SeqRange | None,
+        *,
+        now: dt.datetime,
     ) -> Checkpoint:
-        """The checkpoint after `planned` is committed (recording `gap`, if any)."""
+        """The checkpoint after `planned` is committed at `now` (recording `gap`, if any)."""
         return replace(
             self,
             committed_end=planned.end,
             committed_version=delta_version,
             committed_run_id=planned.run_id,
-            committed_at=dt.datetime.now(dt.UTC).isoformat(),
+            committed_at=now.astimezone(dt.UTC).isoformat(),
             planned=None,
             gaps=self.gaps + ((gap,) if gap else ()),
         )

@@ -26,7 +26,12 @@ from dataclasses import dataclass
 
 from pyspark.sql import SparkSession
 
-from pipelines.ingest.bronze import CommitOutcome, commit_idempotently, table_version
+from pipelines.ingest.bronze import (
+    CommitOutcome,
+    commit_idempotently,
+    max_landed_seq,
+    table_version,
+)
 from pipelines.ingest.checkpoint import Checkpoint, CheckpointStore, SeqRange
 from pipelines.ingest.errors import DataLossError
 from pipelines.ingest.lease import Clock, acquire_lease, utc_now
@@ -71,12 +76,14 @@ def ensure_consumer(client: JetStreamClient, spec: IngestSpec) -> None:
 
 
 def initial_checkpoint(
-    client: JetStreamClient, spec: IngestSpec, stream: StreamState
+    client: JetStreamClient, spec: IngestSpec, stream: StreamState, *, landed: int = 0
 ) -> Checkpoint:
     """The checkpoint of an ingest that never ran: the consumer's current position.
 
     An existing consumer is adopted at its ack floor; one that has delivered nothing starts
-    where its deliver policy points (the stream's first message for `all`).
+    where its deliver policy points (the stream's first message for `all`). `landed`, the
+    highest sequence the bronze table already holds for the stream, is a floor: if the
+    checkpoint and the consumer were both lost, nothing already landed is planned again.
     """
     consumer = client.consumers.info(spec.stream, spec.durable)
     position = consumer.ack_floor_stream_seq
@@ -88,7 +95,9 @@ def initial_checkpoint(
             position = stream.last_seq - (policy is DeliverPolicy.LAST)
         else:
             position = max(0, stream.first_seq - 1)
-    return Checkpoint(stream=spec.stream, consumer=spec.durable, committed_end=position)
+    return Checkpoint(
+        stream=spec.stream, consumer=spec.durable, committed_end=max(position, landed)
+    )
 
 
 class IngestRun:
@@ -144,7 +153,10 @@ class IngestRun:
         try:
             stream = self.client.streams.info(spec.stream)
             checkpoint = self.store.load(spec.stream, spec.durable) or initial_checkpoint(
-                self.client, spec, stream
+                self.client,
+                spec,
+                stream,
+                landed=max_landed_seq(self.spark, self.table_path, spec.stream),
             )
             recovered_from = checkpoint.planned.run_id if checkpoint.planned else None
             if checkpoint.planned is not None:
@@ -171,7 +183,9 @@ class IngestRun:
             self.hook("planned")
             lease = lease.renew(self.clock)
 
-            outcome, messages, size = self._read_and_commit(planned, stream)
+            outcome, messages, size = self._read_and_commit(
+                planned, stream, recovering=recovered_from is not None
+            )
             self.hook("committed")
 
             gap = removed_by_limits(
@@ -183,7 +197,9 @@ class IngestRun:
             self.client.consumers.reset(spec.stream, spec.durable, planned.end + 1)
             self.hook("consumer_advanced")
             gap_range = SeqRange.new(*gap, self.run_id, self.clock()) if gap else None
-            self.store.save(checkpoint.with_commit(planned, outcome.version, gap_range))
+            self.store.save(
+                checkpoint.with_commit(planned, outcome.version, gap_range, now=self.clock())
+            )
             self.hook("checkpoint_marked")
             return self._result(
                 started,
@@ -199,7 +215,7 @@ class IngestRun:
             lease.release()
 
     def _read_and_commit(
-        self, planned: SeqRange, stream: StreamState
+        self, planned: SeqRange, stream: StreamState, *, recovering: bool
     ) -> tuple[CommitOutcome, int, int]:
         """Reads what the stream still holds of `planned` and commits it idempotently.
 
@@ -208,7 +224,8 @@ class IngestRun:
         spec = self.spec
         gap = removed_by_limits(planned.start, planned.end, stream.first_seq)
         if gap is not None and spec.on_data_loss is OnDataLoss.FAIL:
-            raise self._data_loss(gap, committed=False)
+            # An earlier run of this range may have committed what it read before failing.
+            raise self._data_loss(gap, committed=None if recovering else False)
         first = max(planned.start, stream.first_seq)
         if first > planned.end:  # the whole range is gone (and skipping was asked for)
             return CommitOutcome(table_version(self.spark, self.table_path), False), 0, 0
@@ -232,13 +249,16 @@ class IngestRun:
         )
         return outcome, counters.messages, counters.bytes
 
-    def _data_loss(self, gap: tuple[int, int], *, committed: bool) -> DataLossError:
+    def _data_loss(self, gap: tuple[int, int], *, committed: bool | None) -> DataLossError:
+        """The error for a gap; `committed` says whether the rest of the range is in Delta
+        (None: an earlier run of the range may have committed it)."""
         spec = self.spec
-        where = (
-            "The rest of the range is committed; the consumer and checkpoint did not move."
-            if committed
-            else "Nothing was written and nothing moved."
-        )
+        where = {
+            True: "The rest of the range is committed; the consumer and checkpoint did not move.",
+            False: "Nothing was written and nothing moved.",
+            None: "An earlier run may have committed the rest of the range; the consumer and "
+            "checkpoint did not move.",
+        }[committed]
         return DataLossError(
             f"stream {spec.stream!r} no longer holds messages {gap[0]}-{gap[1]} that consumer "
             f"{spec.durable!r} had not ingested (removed by the stream's limits: max_age, "

@@ -1,0 +1,190 @@
+"""The checkpoint's and the lease's compare-and-set rules, against a real KV bucket."""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+
+import pytest
+
+from pipelines.ingest.checkpoint import Checkpoint, CheckpointStore, SeqRange, checkpoint_key
+from pipelines.ingest.errors import CheckpointConflictError, LeaseHeldError, LeaseLostError
+from pipelines.ingest.lease import acquire_lease, lease_key
+from resources.jetstream import KeyValueBucket, KeyValueSpec
+
+NOW = dt.datetime(2026, 11, 21, 12, 0, tzinfo=dt.UTC)
+
+
+def at(moment: dt.datetime):
+    """A clock stopped at `moment`."""
+    return lambda: moment
+
+
+@pytest.fixture
+def bucket(js, unique_name) -> KeyValueBucket:
+    return js.create_key_value(KeyValueSpec(unique_name, history=10))
+
+
+def take(bucket: KeyValueBucket, holder: str, *, ttl: float = 60, now=NOW, **options):
+    return acquire_lease(
+        bucket, stream="S", consumer="c", holder=holder, ttl=ttl, clock=at(now), **options
+    )
+
+
+# -- checkpoints -----------------------------------------------------------------------------
+
+
+def test_checkpoint_of_an_ingest_that_never_ran_is_none(bucket):
+    assert CheckpointStore(bucket).load("S", "c") is None
+
+
+def test_checkpoint_round_trips_committed_planned_and_gaps_through_kv(bucket):
+    store = CheckpointStore(bucket)
+    gap = SeqRange.new(11, 30, "run-2", NOW)
+    checkpoint = Checkpoint("S", "c", 10, 0, "run-1", NOW.isoformat(), gaps=(gap,))
+    planned = SeqRange.new(31, 80, "run-3", NOW)
+
+    saved = store.save(checkpoint.with_plan(planned))
+    loaded = store.load("S", "c")
+
+    assert loaded == checkpoint.with_plan(planned)
+    assert loaded.revision == saved.revision is not None
+    assert loaded.planned == planned and loaded.gaps == (gap,)
+
+
+def test_marking_a_plan_committed_moves_the_position_and_clears_the_plan(bucket):
+    store = CheckpointStore(bucket)
+    planned = SeqRange.new(1, 100, "run-1", NOW)
+    saved = store.save(Checkpoint("S", "c").with_plan(planned))
+
+    store.save(saved.with_commit(planned, 0, None, now=NOW))
+
+    loaded = store.load("S", "c")
+    assert (loaded.committed_end, loaded.committed_version, loaded.planned) == (100, 0, None)
+
+
+def test_saving_a_checkpoint_read_before_another_write_raises_checkpoint_conflict(bucket):
+    store = CheckpointStore(bucket)
+    store.save(Checkpoint("S", "c", committed_end=10))
+    stale = store.load("S", "c")
+    store.save(stale.with_plan(SeqRange.new(11, 20, "run-a", NOW)))  # another run moved it
+
+    with pytest.raises(CheckpointConflictError) as raised:
+        store.save(stale.with_plan(SeqRange.new(11, 30, "run-b", NOW)))
+
+    assert (raised.value.stream, raised.value.consumer) == ("S", "c")
+    assert store.load("S", "c").planned.run_id == "run-a"  # the other run's write stands
+
+
+def test_creating_a_checkpoint_another_run_created_first_raises_checkpoint_conflict(bucket):
+    store = CheckpointStore(bucket)
+    store.save(Checkpoint("S", "c", committed_end=5))
+
+    with pytest.raises(CheckpointConflictError):
+        store.save(Checkpoint("S", "c", committed_end=0))  # revision None: create only
+
+    assert store.load("S", "c").committed_end == 5
+
+
+def test_checkpoint_json_with_unknown_fields_and_no_gaps_still_loads(bucket):
+    document = {
+        "version": 2,
+        "stream": "S",
+        "consumer": "c",
+        "committed": {"end": 42, "delta_version": 3, "owner": "someone"},
+        "planned": None,
+        "future_field": [1, 2],
+    }
+    bucket.put(checkpoint_key("S", "c"), json.dumps(document).encode())
+
+    loaded = CheckpointStore(bucket).load("S", "c")
+
+    assert (loaded.committed_end, loaded.committed_version, loaded.gaps) == (42, 3, ())
+
+
+# -- leases ----------------------------------------------------------------------------------
+
+
+def test_second_holder_fails_fast_with_lease_held_error_naming_the_holder(bucket):
+    take(bucket, "run-a")
+
+    with pytest.raises(LeaseHeldError) as raised:
+        take(bucket, "run-b")
+
+    assert raised.value.holder == "run-a"
+    assert "'run-a'" in str(raised.value)
+    assert (raised.value.stream, raised.value.consumer) == ("S", "c")
+
+
+def test_released_lease_can_be_taken_at_once(bucket):
+    take(bucket, "run-a").release()
+
+    lease = take(bucket, "run-b")
+
+    assert lease.holder == "run-b"
+
+
+def test_expired_lease_of_a_dead_holder_is_taken_over(bucket):
+    take(bucket, "dead-run", ttl=60)  # never renewed nor released
+
+    lease = take(bucket, "run-b", now=NOW + dt.timedelta(seconds=61))
+
+    assert lease.holder == "run-b"
+    held = json.loads(bucket.get(lease_key("S", "c")).value)
+    assert held["holder"] == "run-b"
+
+
+def test_holder_whose_lease_was_taken_over_cannot_renew_it_nor_release_the_new_one(bucket):
+    stale = take(bucket, "run-a", ttl=60)
+    take(bucket, "run-b", now=NOW + dt.timedelta(seconds=61))
+
+    with pytest.raises(LeaseLostError):
+        stale.renew(at(NOW + dt.timedelta(seconds=62)))
+    stale.release()
+
+    assert json.loads(bucket.get(lease_key("S", "c")).value)["holder"] == "run-b"
+
+
+def test_renewing_a_lease_extends_it_and_keeps_others_out(bucket):
+    lease = take(bucket, "run-a", ttl=60)
+
+    renewed = lease.renew(at(NOW + dt.timedelta(seconds=50)))
+
+    assert renewed.expires_at == NOW + dt.timedelta(seconds=110)
+    assert renewed.revision != lease.revision
+    with pytest.raises(LeaseHeldError):  # past the first expiry, within the renewed one
+        take(bucket, "run-b", now=NOW + dt.timedelta(seconds=100))
+
+
+def test_waiting_holder_gets_the_lease_once_the_holder_releases_it(bucket):
+    held = acquire_lease(bucket, stream="S", consumer="c", holder="run-a", ttl=3600)
+    seen = []
+
+    class ReleasedOnceSeen:
+        """The bucket as run-b sees it: run-a finishes right after run-b first finds it."""
+
+        def __getattr__(self, name):
+            return getattr(bucket, name)
+
+        def try_get(self, key):
+            entry = bucket.try_get(key)
+            if entry is not None and not seen:
+                seen.append(entry)
+                held.release()
+            return entry
+
+    lease = acquire_lease(
+        ReleasedOnceSeen(), stream="S", consumer="c", holder="run-b", ttl=60, wait=60, poll=0.01
+    )
+
+    assert len(seen) == 1
+    assert lease.holder == "run-b"
+
+
+def test_waiting_holder_gives_up_with_lease_held_error_when_the_wait_runs_out(bucket):
+    acquire_lease(bucket, stream="S", consumer="c", holder="run-a", ttl=3600)
+
+    with pytest.raises(LeaseHeldError) as raised:
+        acquire_lease(bucket, stream="S", consumer="c", holder="run-b", ttl=60, wait=0.2, poll=0.05)
+
+    assert raised.value.holder == "run-a"
