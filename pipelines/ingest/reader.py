@@ -9,7 +9,8 @@ reading scales with the executors.
 from __future__ import annotations
 
 import datetime as dt
-from collections.abc import Iterator, Sequence
+import math
+from collections.abc import Iterator
 from dataclasses import dataclass
 
 import pyarrow as pa
@@ -17,7 +18,8 @@ import pyarrow.compute
 from pyspark.accumulators import Accumulator
 from pyspark.sql import DataFrame, SparkSession
 
-from pipelines.ingest.bronze import BRONZE_SCHEMA, messages_to_arrow
+from pipelines.ingest.bronze import BRONZE_ARROW_SCHEMA, BRONZE_SCHEMA
+from pipelines.ingest.range_reader import RangeReader
 from resources.jetstream import ConnectionSettings, JetStreamClient
 
 
@@ -47,22 +49,18 @@ class RangeRead:
 def read_slice(read: RangeRead, start: int, end: int) -> Iterator[pa.RecordBatch]:
     """Reads [start, end] of the stream (in a Spark task) as bronze record batches."""
     with JetStreamClient(read.settings) as js:
-        messages = js.read_ordered(
-            read.stream, start, end, filter_subjects=read.filter_subjects, batch=read.pull_batch
-        )
-        chunk = []
-        for message in messages:
-            chunk.append(message)
-            if len(chunk) >= read.rows_per_batch:
-                yield from _batches(chunk, read)
-                chunk = []
-        if chunk:
-            yield from _batches(chunk, read)
-
-
-def _batches(chunk: Sequence, read: RangeRead) -> Iterator[pa.RecordBatch]:
-    table = messages_to_arrow(chunk, run_id=read.run_id, ingested_at=read.ingested_at)
-    yield from table.to_batches()
+        reader = RangeReader(js, read.stream, read.filter_subjects, start, end, read.pull_batch)
+        what = f"read stream {read.stream!r} from {start} to {end}"
+        try:
+            while True:
+                chunk = js.run(reader.next_chunk(read.rows_per_batch), what=what, timeout=math.inf)
+                if chunk is None:
+                    return
+                yield chunk.to_arrow(
+                    read.stream, BRONZE_ARROW_SCHEMA, read.run_id, read.ingested_at
+                )
+        finally:
+            js.run(reader.close(), what=f"close the read of stream {read.stream!r}")
 
 
 @dataclass
