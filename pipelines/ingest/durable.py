@@ -25,8 +25,8 @@ from pyspark.sql import SparkSession
 from pipelines.ingest.bronze import BRONZE_SCHEMA, PARTITION_COLUMNS, messages_to_arrow
 from pipelines.ingest.bronze import table_version as delta_version
 from pipelines.ingest.checkpoint import Checkpoint, CheckpointStore
-from pipelines.ingest.engine import Hook, IngestResult, ensure_consumer
-from pipelines.ingest.lease import Clock, acquire_lease, utc_now
+from pipelines.ingest.engine import Hook, IngestResult, ensure_consumer, take_lease
+from pipelines.ingest.lease import Clock, utc_now
 from pipelines.ingest.spec import IngestSpec
 from resources.jetstream import JetStreamClient, JsMessage, KeyValueBucket
 
@@ -48,15 +48,7 @@ def run_durable_ingest(
     hook = hook or (lambda step: None)
     started = time.monotonic()
     ensure_consumer(client, spec)
-    lease = acquire_lease(
-        checkpoints,
-        stream=spec.stream,
-        consumer=spec.durable,
-        holder=run_id,
-        ttl=spec.lease_ttl,
-        wait=spec.lease_wait,
-        clock=clock,
-    )
+    lease = take_lease(checkpoints, spec, run_id, clock)
     try:
         messages = _fetch(client, spec)
         version, written = delta_version(spark, table_path), False

@@ -34,7 +34,7 @@ from pipelines.ingest.bronze import (
 )
 from pipelines.ingest.checkpoint import Checkpoint, CheckpointStore, SeqRange
 from pipelines.ingest.errors import DataLossError
-from pipelines.ingest.lease import Clock, acquire_lease, utc_now
+from pipelines.ingest.lease import Clock, Lease, acquire_lease, utc_now
 from pipelines.ingest.plan import StreamPosition, plan_range, removed_by_limits
 from pipelines.ingest.reader import RangeRead, read_range
 from pipelines.ingest.spec import IngestSpec, OnDataLoss
@@ -73,6 +73,19 @@ def ensure_consumer(client: JetStreamClient, spec: IngestSpec) -> None:
         client.consumers.info(spec.stream, spec.durable)
     except ConsumerNotFoundError:
         client.consumers.add(spec.consumer_spec())
+
+
+def take_lease(checkpoints: KeyValueBucket, spec: IngestSpec, run_id: str, clock: Clock) -> Lease:
+    """Takes the ingest's lease for `run_id`, waiting up to `spec.lease_wait` seconds."""
+    return acquire_lease(
+        checkpoints,
+        stream=spec.stream,
+        consumer=spec.durable,
+        holder=run_id,
+        ttl=spec.lease_ttl,
+        wait=spec.lease_wait,
+        clock=clock,
+    )
 
 
 def initial_checkpoint(
@@ -141,15 +154,7 @@ class IngestRun:
         started = time.monotonic()
         spec = self.spec
         ensure_consumer(self.client, spec)
-        lease = acquire_lease(
-            self.checkpoints,
-            stream=spec.stream,
-            consumer=spec.durable,
-            holder=self.run_id,
-            ttl=spec.lease_ttl,
-            wait=spec.lease_wait,
-            clock=self.clock,
-        )
+        lease = take_lease(self.checkpoints, spec, self.run_id, self.clock)
         try:
             stream = self.client.streams.info(spec.stream)
             checkpoint = self.store.load(spec.stream, spec.durable) or initial_checkpoint(
