@@ -91,3 +91,9 @@ def test_compose_file_parses_with_the_docker_compose_client():
         cwd=PROJECT,
     )
     assert result.returncode == 0, result.stderr
+
+
+def test_nats_image_is_new_enough_for_consumer_reset(compose):
+    tag = compose["services"]["nats"]["image"].split(":")[1]
+    major, minor = (int(part) for part in tag.split("-")[0].split(".")[:2])
+    assert (major, minor) >= (2, 14)
