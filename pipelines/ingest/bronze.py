@@ -18,9 +18,10 @@ from __future__ import annotations
 
 import datetime as dt
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import pyarrow as pa
+import pyarrow.compute as pc
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql.types import (
     BinaryType,
@@ -36,6 +37,7 @@ from pyspark.sql.types import (
 from resources.jetstream import JsMessage
 
 PARTITION_COLUMNS = ("published_date",)
+EPOCH = dt.datetime(1970, 1, 1, tzinfo=dt.UTC)
 
 BRONZE_SCHEMA = StructType(
     [
@@ -68,24 +70,59 @@ BRONZE_ARROW_SCHEMA = pa.schema(
 )
 
 
-def messages_to_arrow(
-    messages: Sequence[JsMessage], *, run_id: str, ingested_at: dt.datetime
-) -> pa.Table:
-    """Builds bronze rows, column by column, from delivered messages."""
-    published = [m.timestamp.astimezone(dt.UTC) for m in messages]
-    columns = {
-        "stream": [m.stream for m in messages],
-        "seq": [m.stream_seq for m in messages],
-        "subject": [m.subject for m in messages],
-        "published": published,
-        "published_date": [p.date() for p in published],
-        "headers": [list(m.headers.items()) or None for m in messages],
-        "payload": [m.data for m in messages],
-        "msg_id": [m.msg_id for m in messages],
-        "ingest_run_id": [run_id] * len(messages),
-        "ingested_at": [ingested_at] * len(messages),
-    }
-    return pa.table(columns, schema=BRONZE_ARROW_SCHEMA)
+@dataclass
+class BronzeColumns:
+    """Bronze columns of messages of one stream, appended to message by message.
+
+    The one place bronze record batches are built: the parallel readers fill it straight
+    from delivery metadata, `from_messages` from delivered `JsMessage`s.
+    """
+
+    seq: list[int] = field(default_factory=list)
+    subject: list[str] = field(default_factory=list)
+    published_ns: list[int] = field(default_factory=list)  # nanoseconds since the epoch, UTC
+    headers: list[list[tuple[str, str]] | None] = field(default_factory=list)
+    payload: list[bytes] = field(default_factory=list)
+    msg_id: list[str | None] = field(default_factory=list)
+
+    def __len__(self) -> int:
+        return len(self.seq)
+
+    @classmethod
+    def from_messages(cls, messages: Sequence[JsMessage]) -> BronzeColumns:
+        """The columns of delivered messages (all of one stream)."""
+        columns = cls()
+        for m in messages:
+            columns.seq.append(m.stream_seq)
+            columns.subject.append(m.subject)
+            columns.published_ns.append(
+                (m.timestamp - EPOCH) // dt.timedelta(microseconds=1) * 1000
+            )
+            columns.headers.append(list(m.headers.items()) or None)
+            columns.payload.append(m.data)
+            columns.msg_id.append(m.msg_id)
+        return columns
+
+    def to_arrow(self, stream: str, run_id: str, ingested_at: dt.datetime) -> pa.RecordBatch:
+        """The columns as one bronze record batch, stamped with the run and landing time."""
+        count = len(self.seq)
+        published = pa.array(self.published_ns, pa.int64()).cast(pa.timestamp("ns", tz="UTC"))
+        published = pc.cast(published, pa.timestamp("us", tz="UTC"), safe=False)
+        columns = {
+            "stream": pa.array([stream] * count, pa.string()),
+            "seq": pa.array(self.seq, pa.int64()),
+            "subject": pa.array(self.subject, pa.string()),
+            "published": published,
+            "published_date": pc.cast(published, pa.date32()),
+            "headers": pa.array(self.headers, BRONZE_ARROW_SCHEMA.field("headers").type),
+            "payload": pa.array(self.payload, pa.binary()),
+            "msg_id": pa.array(self.msg_id, pa.string()),
+            "ingest_run_id": pa.array([run_id] * count, pa.string()),
+            "ingested_at": pa.array([ingested_at] * count, pa.timestamp("us", tz="UTC")),
+        }
+        return pa.RecordBatch.from_arrays(
+            [columns[f.name] for f in BRONZE_ARROW_SCHEMA], schema=BRONZE_ARROW_SCHEMA
+        )
 
 
 def table_version(spark: SparkSession, table_path: str) -> int | None:

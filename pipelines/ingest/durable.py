@@ -19,10 +19,11 @@ from __future__ import annotations
 import time
 from dataclasses import replace
 
+import pyarrow as pa
 from delta.tables import DeltaTable
 from pyspark.sql import SparkSession
 
-from pipelines.ingest.bronze import BRONZE_SCHEMA, PARTITION_COLUMNS, messages_to_arrow
+from pipelines.ingest.bronze import BRONZE_SCHEMA, PARTITION_COLUMNS, BronzeColumns
 from pipelines.ingest.bronze import table_version as delta_version
 from pipelines.ingest.checkpoint import Checkpoint, CheckpointStore
 from pipelines.ingest.engine import Hook, IngestResult, ensure_consumer, take_lease
@@ -118,9 +119,8 @@ def _merge(
 ) -> int:
     """Inserts the messages whose (stream, seq) the table lacks; returns the table version."""
     unique = list({m.stream_seq: m for m in messages}.values())  # a redelivery within the batch
-    rows = spark.createDataFrame(
-        messages_to_arrow(unique, run_id=run_id, ingested_at=clock()), schema=BRONZE_SCHEMA
-    )
+    batch = BronzeColumns.from_messages(unique).to_arrow(unique[0].stream, run_id, clock())
+    rows = spark.createDataFrame(pa.Table.from_batches([batch]), schema=BRONZE_SCHEMA)
     if not DeltaTable.isDeltaTable(spark, table_path):
         rows.write.format("delta").partitionBy(*PARTITION_COLUMNS).save(table_path)
     else:

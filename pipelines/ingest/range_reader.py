@@ -3,8 +3,8 @@
 It reads `[start, end]` through an ephemeral ordered consumer (no acks, in memory, removed
 afterwards) with several pull requests in flight, and appends each message straight into
 column lists: sequence and publish time come from the delivery's reply subject, so no
-per-message object is built. `RangeColumns.to_arrow` then builds the bronze record batch
-with vectorised Arrow calls.
+per-message object is built. `bronze.BronzeColumns.to_arrow` then builds the bronze record
+batch with vectorised Arrow calls.
 
 Ordering is checked on the consumer sequence: if a delivery goes missing (a slow-consumer
 drop), the consumer is recreated from the next stream sequence, so the caller sees every
@@ -15,17 +15,14 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import datetime as dt
 import json
-from dataclasses import dataclass, field
 
 import nats.errors
 import nats.js.errors
-import pyarrow as pa
-import pyarrow.compute as pc
 from nats.aio.msg import Msg
 from nats.js import api
 
+from pipelines.ingest.bronze import BronzeColumns
 from resources.jetstream import JetStreamClient
 from resources.jetstream.errors import RequestTimeoutError
 
@@ -35,44 +32,8 @@ IDLE_TIMEOUT = 30.0  # seconds without any delivery before the read gives up
 MSG_ID = "Nats-Msg-Id"
 
 
-@dataclass
-class RangeColumns:
-    """Bronze columns of a run of messages, appended to message by message."""
-
-    seq: list[int] = field(default_factory=list)
-    subject: list[str] = field(default_factory=list)
-    published_ns: list[int] = field(default_factory=list)
-    headers: list[list[tuple[str, str]] | None] = field(default_factory=list)
-    payload: list[bytes] = field(default_factory=list)
-    msg_id: list[str | None] = field(default_factory=list)
-
-    def __len__(self) -> int:
-        return len(self.seq)
-
-    def to_arrow(
-        self, stream: str, schema: pa.Schema, run_id: str, ingested_at: dt.datetime
-    ) -> pa.RecordBatch:
-        """The columns as one bronze record batch."""
-        count = len(self.seq)
-        published = pa.array(self.published_ns, pa.int64()).cast(pa.timestamp("ns", tz="UTC"))
-        published = pc.cast(published, pa.timestamp("us", tz="UTC"), safe=False)
-        columns = {
-            "stream": pa.array([stream] * count, pa.string()),
-            "seq": pa.array(self.seq, pa.int64()),
-            "subject": pa.array(self.subject, pa.string()),
-            "published": published,
-            "published_date": pc.cast(published, pa.date32()),
-            "headers": pa.array(self.headers, schema.field("headers").type),
-            "payload": pa.array(self.payload, pa.binary()),
-            "msg_id": pa.array(self.msg_id, pa.string()),
-            "ingest_run_id": pa.array([run_id] * count, pa.string()),
-            "ingested_at": pa.array([ingested_at] * count, pa.timestamp("us", tz="UTC")),
-        }
-        return pa.RecordBatch.from_arrays([columns[f.name] for f in schema], schema=schema)
-
-
 class RangeReader:
-    """Reads one range of a stream into `RangeColumns` chunks (runs on the client's loop)."""
+    """Reads one range of a stream into `BronzeColumns` chunks (runs on the client's loop)."""
 
     def __init__(
         self,
@@ -89,7 +50,7 @@ class RangeReader:
         self._next_seq = start  # the next stream sequence the caller has not seen
         self._end = end
         self._batch = pull_batch
-        self._columns = RangeColumns()
+        self._columns = BronzeColumns()
         self._done = False
         self._changed = asyncio.Event()
         self._consumer: str | None = None
@@ -99,7 +60,7 @@ class RangeReader:
         self._want = 0  # rows the caller waits for
         self._restarting = False
 
-    async def next_chunk(self, rows: int) -> RangeColumns | None:
+    async def next_chunk(self, rows: int) -> BronzeColumns | None:
         """The next chunk of at most about `rows` messages; None when the range is read."""
         if self._sub is None and not self._done and not self._restarting:
             await self._open(self._next_seq)
@@ -117,7 +78,7 @@ class RangeReader:
                 ) from None
         if not self._columns and self._done:
             return None
-        chunk, self._columns = self._columns, RangeColumns()
+        chunk, self._columns = self._columns, BronzeColumns()
         return chunk
 
     async def close(self) -> None:

@@ -18,7 +18,7 @@ import pyarrow.compute
 from pyspark.accumulators import Accumulator
 from pyspark.sql import DataFrame, SparkSession
 
-from pipelines.ingest.bronze import BRONZE_ARROW_SCHEMA, BRONZE_SCHEMA
+from pipelines.ingest.bronze import BRONZE_SCHEMA
 from pipelines.ingest.range_reader import RangeReader
 from resources.jetstream import ConnectionSettings, JetStreamClient
 
@@ -56,9 +56,7 @@ def read_slice(read: RangeRead, start: int, end: int) -> Iterator[pa.RecordBatch
                 chunk = js.run(reader.next_chunk(read.rows_per_batch), what=what, timeout=math.inf)
                 if chunk is None:
                     return
-                yield chunk.to_arrow(
-                    read.stream, BRONZE_ARROW_SCHEMA, read.run_id, read.ingested_at
-                )
+                yield chunk.to_arrow(read.stream, read.run_id, read.ingested_at)
         finally:
             js.run(reader.close(), what=f"close the read of stream {read.stream!r}")
 
