@@ -5,12 +5,15 @@ from dagster import (
     AssetKey,
     AssetsDefinition,
     AssetSpec,
+    Config,
     MaterializeResult,
     MetadataValue,
     TableColumn,
     TableSchema,
     asset,
 )
+
+from pydantic import Field
 
 from pipelines.ingest.bronze import BRONZE_SCHEMA
 from pipelines.ingest.engine import IngestResult
@@ -52,13 +55,36 @@ def build_stream_asset_spec(stream: StreamSpec) -> AssetSpec:
     )
 
 
-def build_bronze_asset(spec: IngestSpec) -> AssetsDefinition:
-    """Builds the bronze asset for an ingest: `bronze/<spec.name>`."""
+class IngestConfig(Config):
+    """Run config of a bronze materialisation (all optional: a plain run takes what is new)."""
+
+    end_seq: int | None = Field(
+        default=None,
+        description="The last stream sequence this run may take (a backfill piece's end); "
+        "unset: up to the stream's last sequence, within the ingest's per-run limits.",
+    )
+
+
+def bronze_asset_key(spec: IngestSpec, key_prefix: str = "bronze") -> AssetKey:
+    """The key of `spec`'s asset: `<key_prefix>/<spec.name>`."""
+    return AssetKey([key_prefix, spec.name])
+
+
+def bronze_run_config(spec: IngestSpec, end_seq: int, key_prefix: str = "bronze") -> dict:
+    """Run config that bounds a materialisation of `spec`'s asset at `end_seq`."""
+    op_name = "__".join(bronze_asset_key(spec, key_prefix).path)
+    return {"ops": {op_name: {"config": {"end_seq": end_seq}}}}
+
+
+def build_bronze_asset(
+    spec: IngestSpec, *, key_prefix: str = "bronze", group_name: str = "bronze"
+) -> AssetsDefinition:
+    """Builds the asset landing an ingest's messages in Delta: `<key_prefix>/<spec.name>`."""
 
     @asset(
         name=spec.name,
-        key_prefix=["bronze"],
-        group_name="bronze",
+        key_prefix=[key_prefix],
+        group_name=group_name,
         deps=[stream_asset_key(spec.stream)],
         kinds={"spark", "delta"},
         description=f"Raw messages of stream {spec.stream} via consumer {spec.durable}, "
@@ -71,6 +97,7 @@ def build_bronze_asset(spec: IngestSpec) -> AssetsDefinition:
     )
     def bronze_asset(
         context: AssetExecutionContext,
+        config: IngestConfig,
         jetstream: JetStreamResource,
         spark: SparkResource,
         lakehouse: LakehouseResource,
@@ -86,6 +113,7 @@ def build_bronze_asset(spec: IngestSpec) -> AssetsDefinition:
             path,
             checkpoints=client.create_key_value(spec.checkpoint_bucket_spec()),
             run_id=context.run.run_id,
+            until=config.end_seq,
         )
         if result.start is None:
             context.log.info(f"{spec.stream}/{spec.durable}: nothing new")

@@ -125,6 +125,8 @@ class IngestRun:
         run_id: recorded on rows, in the checkpoint and as the lease holder.
         clock: the current time.
         hook: called with each name in `STEPS` as the run passes it.
+        until: the last sequence this run may take (a backfill piece's end); None for no bound
+            beyond the spec's per-run limits.
     """
 
     def __init__(
@@ -138,6 +140,7 @@ class IngestRun:
         run_id: str,
         clock: Clock = utc_now,
         hook: Hook | None = None,
+        until: int | None = None,
     ) -> None:
         self.client = client
         self.spark = spark
@@ -148,6 +151,7 @@ class IngestRun:
         self.run_id = run_id
         self.clock = clock
         self.hook = hook or (lambda step: None)
+        self.until = until
 
     def run(self) -> IngestResult:
         """Lands the next range (or finishes an interrupted one) exactly once."""
@@ -180,6 +184,7 @@ class IngestRun:
                     ),
                     max_messages=spec.max_messages,
                     max_bytes=spec.max_bytes,
+                    until=self.until,
                 )
                 if bounds is None:
                     return self._result(started, None, 0, 0, None, False, None, None)
@@ -305,6 +310,7 @@ def run_ingest(
     run_id: str,
     clock: Clock = utc_now,
     hook: Hook | None = None,
+    until: int | None = None,
 ) -> IngestResult:
     """Runs one exactly-once ingest (see `IngestRun`)."""
     return IngestRun(
@@ -316,4 +322,5 @@ def run_ingest(
         run_id=run_id,
         clock=clock,
         hook=hook,
+        until=until,
     ).run()

@@ -24,20 +24,27 @@ class StreamPosition:
 
 
 def plan_range(
-    committed_end: int, stream: StreamPosition, *, max_messages: int, max_bytes: int
+    committed_end: int,
+    stream: StreamPosition,
+    *,
+    max_messages: int,
+    max_bytes: int,
+    until: int | None = None,
 ) -> tuple[int, int] | None:
     """The next range to ingest: just after `committed_end`, bounded by the per-run limits.
 
     The byte bound uses the stream's average message size (the sizes of unread messages are
-    not known before reading them). Returns None when nothing is new.
+    not known before reading them). `until`, if given, is the last sequence this run may take
+    (a backfill piece's end). Returns None when nothing is new (or nothing up to `until`).
     """
     start = committed_end + 1
-    if stream.last_seq < start:
+    last = stream.last_seq if until is None else min(stream.last_seq, until)
+    if last < start:
         return None
     span = max_messages
     if stream.average_message_size > 0:
         span = min(span, max(1, int(max_bytes // stream.average_message_size)))
-    return start, min(stream.last_seq, start + span - 1)
+    return start, min(last, start + span - 1)
 
 
 def removed_by_limits(start: int, end: int, first_seq_after_read: int) -> tuple[int, int] | None:

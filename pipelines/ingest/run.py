@@ -1,10 +1,12 @@
 """`ingest`: one run of an ingest, in the mode its stream's retention calls for.
 
 - limits retention (the default): `engine.IngestRun` plans a range, reads it in parallel
-  Spark tasks, commits it idempotently and resets the consumer past it;
+  Spark tasks, commits it idempotently and resets the consumer past it; `until` bounds the
+  range (a backfill piece);
 - work-queue and interest retention, where acknowledged messages disappear:
   `durable.run_durable_ingest` consumes through the durable consumer, merges into Delta
-  and acknowledges after the commit.
+  and acknowledges after the commit. Deliveries come in the consumer's order, so `until`
+  does not apply there; the per-run limits do.
 """
 
 from __future__ import annotations
@@ -28,17 +30,14 @@ def ingest(
     run_id: str,
     clock: Clock = utc_now,
     hook: Hook | None = None,
+    until: int | None = None,
 ) -> IngestResult:
-    """Runs the ingest once, exactly once into Delta, whatever the stream's retention."""
+    """Runs the ingest once, exactly once into Delta, whatever the stream's retention.
+
+    `until` is the last stream sequence the run may take (limits retention only).
+    """
     retention = client.streams.info(spec.stream).spec.retention
-    run = run_ingest if retention is Retention.LIMITS else run_durable_ingest
-    return run(
-        client,
-        spark,
-        spec,
-        table_path,
-        checkpoints=checkpoints,
-        run_id=run_id,
-        clock=clock,
-        hook=hook,
-    )
+    options = dict(checkpoints=checkpoints, run_id=run_id, clock=clock, hook=hook)
+    if retention is Retention.LIMITS:
+        return run_ingest(client, spark, spec, table_path, until=until, **options)
+    return run_durable_ingest(client, spark, spec, table_path, **options)

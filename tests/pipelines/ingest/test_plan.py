@@ -51,6 +51,18 @@ def test_plan_is_bounded_by_max_messages():
     assert plan_range(200, stream(1, 250), max_messages=100, max_bytes=1 << 30) == (201, 250)
 
 
+def test_plan_stops_at_until_a_backfill_pieces_end():
+    assert plan_range(0, stream(1, 250), **UNLIMITED, until=100) == (1, 100)
+    assert plan_range(0, stream(1, 250), max_messages=50, max_bytes=1 << 30, until=100) == (1, 50)
+    assert plan_range(0, stream(1, 250), **UNLIMITED, until=900) == (1, 250)
+
+
+def test_plan_is_none_when_the_committed_end_is_at_or_past_until():
+    # A piece whose range an earlier piece (or the live ingest) already landed does nothing.
+    assert plan_range(100, stream(1, 250), **UNLIMITED, until=100) is None
+    assert plan_range(180, stream(1, 250), **UNLIMITED, until=100) is None
+
+
 def test_plan_is_bounded_by_max_bytes_at_the_streams_average_message_size():
     # 100 bytes a message on average: 1,050 bytes allow 10 messages (rounded down).
     assert plan_range(0, stream(1, 250), max_messages=1_000, max_bytes=1_050) == (1, 10)
