@@ -12,7 +12,6 @@ from dagster import (
     TableSchema,
     asset,
 )
-
 from pydantic import Field
 
 from pipelines.ingest.bronze import BRONZE_SCHEMA
