@@ -76,15 +76,27 @@ def bronze_run_config(spec: IngestSpec, end_seq: int, key_prefix: str = "bronze"
 
 
 def build_bronze_asset(
-    spec: IngestSpec, *, key_prefix: str = "bronze", group_name: str = "bronze"
+    spec: IngestSpec,
+    *,
+    key_prefix: str = "bronze",
+    group_name: str = "bronze",
+    upstream: tuple[AssetKey, ...] = (),
 ) -> AssetsDefinition:
-    """Builds the asset landing an ingest's messages in Delta: `<key_prefix>/<spec.name>`."""
+    """Builds the asset landing an ingest's messages in Delta: `<key_prefix>/<spec.name>`.
+
+    Args:
+        spec: the ingest.
+        key_prefix: the first part of the asset key (and the UI's folder).
+        group_name: the asset group.
+        upstream: assets that publish what this ingest reads, besides the stream itself
+            (lineage, and so that materialising everything runs them first).
+    """
 
     @asset(
         name=spec.name,
         key_prefix=[key_prefix],
         group_name=group_name,
-        deps=[stream_asset_key(spec.stream)],
+        deps=[stream_asset_key(spec.stream), *upstream],
         kinds={"spark", "delta"},
         description=f"Raw messages of stream {spec.stream} via consumer {spec.durable}, "
         "exactly as published, in Delta.",

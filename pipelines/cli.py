@@ -1,4 +1,10 @@
-"""`jsl`: the project's command line (`jsl setup`, `jsl demo`, `jsl dev`).
+"""`jsl`: the project's command line.
+
+- `jsl setup`: check Java and fetch the Delta Lake jars;
+- `jsl demo`: the pipeline end to end on an embedded nats-server;
+- `jsl dev`: the Dagster UI and daemon against an embedded nats-server;
+- `jsl generate`: publish realistic (and, on request, bad) file events;
+- `jsl artifacts list|get`: the runs' validation reports and manifests in the Object Store.
 
 The Makefile calls these; they work the same when called directly from the virtualenv.
 """
@@ -10,6 +16,9 @@ import re
 import shutil
 import subprocess
 import sys
+
+from pipelines.commands import artifacts as artifacts_command
+from pipelines.commands import generate as generate_command
 
 
 def check_java() -> str:
@@ -38,17 +47,31 @@ def setup() -> int:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="jsl", description=__doc__)
+    parser = argparse.ArgumentParser(
+        prog="jsl", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     commands = parser.add_subparsers(dest="command", required=True)
     commands.add_parser("setup", help="check Java and fetch the Delta Lake jars")
     demo = commands.add_parser("demo", help="run the pipeline end to end on an embedded server")
     demo.add_argument("--events", type=int, default=1000, help="sample events to publish")
     dev = commands.add_parser("dev", help="open the Dagster UI against an embedded server")
     dev.add_argument("dagster_args", nargs=argparse.REMAINDER, help="passed to `dagster dev`")
+    generate = commands.add_parser(
+        "generate", help="publish good and bad sample file events to FILE_EVENTS"
+    )
+    generate_command.add_arguments(generate)
+    artifacts = commands.add_parser(
+        "artifacts", help="list or fetch run artifacts (reports, manifests) from the Object Store"
+    )
+    artifacts_command.add_arguments(artifacts)
     args = parser.parse_args(argv)
 
     if args.command == "setup":
         return setup()
+    if args.command == "generate":
+        return generate_command.run(args)
+    if args.command == "artifacts":
+        return artifacts_command.run(args)
     from pipelines import demo as demo_module
 
     if args.command == "demo":

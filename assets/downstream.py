@@ -1,0 +1,61 @@
+"""The downstream-events asset: FilePlacedInTrashEvents published for newly trashed files."""
+
+import datetime as dt
+
+from dagster import (
+    AssetExecutionContext,
+    MaterializeResult,
+    MetadataValue,
+    asset,
+)
+
+from assets.automation import EAGER_AFTER_CHECKS
+from assets.silver import FILE_DELETED_KEY
+from pipelines.file_trash import tables
+from pipelines.file_trash.downstream import publish_trashed
+from pipelines.file_trash.events import FILE_TRASHED_SUBJECT
+from pipelines.file_trash.topology import CHECKPOINTS, FILE_EVENTS
+from pipelines.watermarks import WatermarkStore
+from resources.jetstream import JetStreamResource
+from resources.lakehouse import LakehouseResource
+from resources.spark import SparkResource
+
+
+@asset(
+    key=["events", "file_trashed"],
+    deps=[FILE_DELETED_KEY],
+    group_name="events",
+    kinds={"nats"},
+    description=f"FilePlacedInTrashEvents on {FILE_TRASHED_SUBJECT!r} (stream "
+    f"{FILE_EVENTS.name}), one per newly trashed file, msg-id derived from the source event.",
+    metadata={"subject": FILE_TRASHED_SUBJECT, "stream": FILE_EVENTS.name},
+    automation_condition=EAGER_AFTER_CHECKS,
+)
+def file_trashed_events(
+    context: AssetExecutionContext,
+    jetstream: JetStreamResource,
+    spark: SparkResource,
+    lakehouse: LakehouseResource,
+) -> MaterializeResult:
+    """Publishes a FilePlacedInTrashEvent for each silver row not yet published for."""
+    result = publish_trashed(
+        jetstream.get_client(),
+        spark.get_session(),
+        lakehouse.table_path(tables.SILVER_FILE_DELETED),
+        watermarks=WatermarkStore(jetstream.get_client().key_value(CHECKPOINTS.name)),
+        now=dt.datetime.now(dt.UTC),
+        run_id=context.run.run_id,
+    )
+    context.log.info(
+        f"{FILE_TRASHED_SUBJECT}: {result.published} published, {result.duplicates} dropped "
+        f"by the stream as duplicates (stream seq {result.first_seq}-{result.last_seq})"
+    )
+    metadata = {
+        "published": MetadataValue.int(result.published),
+        "duplicates": MetadataValue.int(result.duplicates),
+    }
+    if result.silver_end is not None:
+        metadata["silver_range"] = MetadataValue.text(f"{result.silver_start}-{result.silver_end}")
+    if result.last_seq is not None:
+        metadata["stream_range"] = MetadataValue.text(f"{result.first_seq}-{result.last_seq}")
+    return MaterializeResult(metadata=metadata)

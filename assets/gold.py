@@ -1,0 +1,91 @@
+"""Gold assets: daily trash statistics and the files about to expire, from silver."""
+
+import datetime as dt
+
+from dagster import (
+    AssetExecutionContext,
+    AssetKey,
+    AssetSpec,
+    Config,
+    MaterializeResult,
+    MetadataValue,
+    multi_asset,
+)
+from pydantic import Field
+
+from assets.automation import EAGER_AFTER_CHECKS
+from assets.silver import FILE_DELETED_KEY
+from pipelines.file_trash import tables
+from pipelines.file_trash.gold_stage import GoldPaths, run_gold
+from resources.lakehouse import LakehouseResource
+from resources.spark import SparkResource
+
+GOLD_KEYS = {
+    "daily_by_user": AssetKey(tables.GOLD_DAILY_BY_USER.split("/")),
+    "daily_by_mime_type": AssetKey(tables.GOLD_DAILY_BY_MIME_TYPE.split("/")),
+    "expiring_files": AssetKey(tables.GOLD_EXPIRING_FILES.split("/")),
+}
+DESCRIPTIONS = {
+    "daily_by_user": "Files and bytes trashed per UTC day and user.",
+    "daily_by_mime_type": "Files and bytes trashed per UTC day and mime type.",
+    "expiring_files": "Trashed files whose retention ends within the configured horizon.",
+}
+
+
+class GoldConfig(Config):
+    """Run config of the gold stage."""
+
+    expiring_within_days: int = Field(
+        default=7, description="Horizon of gold/expiring_files, in days from the run's start."
+    )
+
+
+@multi_asset(
+    name="gold_file_trash",
+    specs=[
+        AssetSpec(
+            key,
+            deps=[FILE_DELETED_KEY],
+            description=DESCRIPTIONS[name],
+            group_name="gold",
+            kinds={"spark", "delta"},
+            automation_condition=EAGER_AFTER_CHECKS,
+        )
+        for name, key in GOLD_KEYS.items()
+    ],
+    can_subset=False,
+)
+def gold_file_trash(
+    context: AssetExecutionContext,
+    config: GoldConfig,
+    spark: SparkResource,
+    lakehouse: LakehouseResource,
+):
+    """Recomputes the gold tables from silver/file_deleted when silver or the day changed."""
+    session = spark.get_session()
+    paths = GoldPaths(
+        file_deleted=lakehouse.table_path(tables.SILVER_FILE_DELETED),
+        daily_by_user=lakehouse.table_path(tables.GOLD_DAILY_BY_USER),
+        daily_by_mime_type=lakehouse.table_path(tables.GOLD_DAILY_BY_MIME_TYPE),
+        expiring_files=lakehouse.table_path(tables.GOLD_EXPIRING_FILES),
+    )
+    results = run_gold(
+        session,
+        paths,
+        now=dt.datetime.now(dt.UTC),
+        expiring_within=dt.timedelta(days=config.expiring_within_days),
+    )
+    for name, table in results.items():
+        context.log.info(
+            f"{GOLD_KEYS[name].to_user_string()}: {table.rows} rows, Delta v{table.version}"
+            + ("" if table.written else " (inputs unchanged: not rewritten)")
+        )
+        yield MaterializeResult(
+            asset_key=GOLD_KEYS[name],
+            metadata={
+                "dagster/row_count": MetadataValue.int(table.rows),
+                "delta_version": MetadataValue.int(table.version or 0),
+                "rewritten": MetadataValue.bool(table.written),
+                "table_path": MetadataValue.path(table.path),
+            },
+        )

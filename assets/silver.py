@@ -1,0 +1,211 @@
+"""Silver assets: typed, validated events, routed by type, with a quarantine for the rest.
+
+One multi-asset writes `silver/file_deleted`, `silver/file_trashed` and `silver/quarantine`
+from the bronze rows it has not processed yet (`pipelines.file_trash.silver_stage`), and
+reports the Great Expectations suites as asset checks. Critical checks are blocking: when
+one fails, the run stops after silver and gold does not materialise on bad data. The
+validation results, an HTML report and a run manifest go to the Object Store.
+"""
+
+import datetime as dt
+
+from dagster import (
+    AssetCheckResult,
+    AssetCheckSeverity,
+    AssetCheckSpec,
+    AssetExecutionContext,
+    AssetKey,
+    AssetSpec,
+    AutomationCondition,
+    Config,
+    MaterializeResult,
+    MetadataValue,
+    multi_asset,
+)
+from pydantic import Field
+from resources.quality import CheckOutcome, DataQualityResource
+
+from assets.bronze import bronze_asset_key
+from pipelines.artifacts import ArtifactStore, RunManifest, TableState, artifact_metadata
+from pipelines.file_trash import silver_stage, tables
+from pipelines.file_trash.silver_stage import FILE_DELETED, FILE_TRASHED, SilverPaths
+from pipelines.file_trash.topology import ARTIFACTS, BRONZE_FILE_EVENTS, CHECKPOINTS
+from pipelines.watermarks import WatermarkStore
+from resources.jetstream import JetStreamResource
+from resources.lakehouse import LakehouseResource
+from resources.spark import SparkResource
+
+FILE_DELETED_KEY = AssetKey(tables.SILVER_FILE_DELETED.split("/"))
+FILE_TRASHED_KEY = AssetKey(tables.SILVER_FILE_TRASHED.split("/"))
+QUARANTINE_KEY = AssetKey(tables.SILVER_QUARANTINE.split("/"))
+CHECKED_ASSETS = {FILE_DELETED: FILE_DELETED_KEY, FILE_TRASHED: FILE_TRASHED_KEY}
+
+
+class SilverConfig(Config):
+    """Run config of the silver stage."""
+
+    trash_retention_days: int = Field(
+        default=30, description="Days a deleted file stays in the trash (expires_at)."
+    )
+
+
+def check_specs() -> list[AssetCheckSpec]:
+    """One asset check per expectation of each suite; critical ones block downstream assets."""
+    suites = silver_stage.suites(dt.datetime.now(dt.UTC))  # names do not depend on the clock
+    return [
+        AssetCheckSpec(
+            name=check.name,
+            asset=CHECKED_ASSETS[event_type],
+            description=f"[{check.rule}] {check.description}",
+            blocking=check.critical,
+        )
+        for event_type, suite in suites.items()
+        for check in suite.checks
+    ]
+
+
+def check_result(asset_key: AssetKey, outcome: CheckOutcome) -> AssetCheckResult:
+    """An expectation's outcome as an asset check result with per-expectation metadata."""
+    return AssetCheckResult(
+        asset_key=asset_key,
+        check_name=outcome.name,
+        passed=outcome.success,
+        severity=AssetCheckSeverity.ERROR if outcome.critical else AssetCheckSeverity.WARN,
+        metadata={
+            "rule": MetadataValue.text(outcome.rule),
+            "expectation": MetadataValue.text(outcome.expectation_type),
+            "column": MetadataValue.text(outcome.column or ""),
+            "rows_checked": MetadataValue.int(outcome.element_count or 0),
+            "unexpected_count": MetadataValue.int(outcome.unexpected_count or 0),
+            "unexpected_percent": MetadataValue.float(float(outcome.unexpected_percent or 0)),
+            "mostly": MetadataValue.float(float(outcome.mostly or 1.0)),
+            "sample_values": MetadataValue.json(list(outcome.sample_values)),
+            "critical": MetadataValue.bool(outcome.critical),
+        },
+    )
+
+
+@multi_asset(
+    name="silver_file_events",
+    specs=[
+        AssetSpec(
+            key,
+            deps=[bronze_asset_key(BRONZE_FILE_EVENTS)],
+            description=description,
+            group_name="silver",
+            kinds={"spark", "delta"},
+            skippable=True,
+            automation_condition=AutomationCondition.eager(),
+        )
+        for key, description in (
+            (FILE_DELETED_KEY, "Valid FileDeletedEvents, typed, one row per eventId."),
+            (FILE_TRASHED_KEY, "Valid FilePlacedInTrashEvents, typed, one row per eventId."),
+            (QUARANTINE_KEY, "Rejected bronze rows, raw payload kept, with the rules broken."),
+        )
+    ],
+    check_specs=check_specs(),
+    can_subset=False,
+)
+def silver_file_events(
+    context: AssetExecutionContext,
+    config: SilverConfig,
+    jetstream: JetStreamResource,
+    spark: SparkResource,
+    lakehouse: LakehouseResource,
+    quality: DataQualityResource,
+):
+    """Parses, routes, de-duplicates and validates new bronze rows into the silver tables."""
+    client = jetstream.get_client()
+    session = spark.get_session()
+    paths = SilverPaths(
+        bronze=lakehouse.table_path(BRONZE_FILE_EVENTS.table),
+        file_deleted=lakehouse.table_path(tables.SILVER_FILE_DELETED),
+        file_trashed=lakehouse.table_path(tables.SILVER_FILE_TRASHED),
+        quarantine=lakehouse.table_path(tables.SILVER_QUARANTINE),
+        bronze_table=BRONZE_FILE_EVENTS.table,
+    )
+    now = dt.datetime.now(dt.UTC)
+    result = silver_stage.run_silver(
+        session,
+        paths,
+        watermarks=WatermarkStore(client.key_value(CHECKPOINTS.name)),
+        validate=quality.validate,
+        stream=BRONZE_FILE_EVENTS.stream,
+        now=now,
+        run_id=context.run.run_id,
+        retention=dt.timedelta(days=config.trash_retention_days),
+    )
+    if not result.processed:
+        context.log.info(f"{BRONZE_FILE_EVENTS.table}: no rows after the silver watermark")
+        return
+    context.log.info(
+        f"bronze seq {result.bronze_start}-{result.bronze_end}: {result.rows_in} rows -> "
+        f"{result.file_deleted.inserted} file_deleted, {result.file_trashed.inserted} "
+        f"file_trashed, {result.quarantine.inserted} quarantined {result.quarantined_by_rule}"
+    )
+    stored = store_artifacts(client, context.run.run_id, result, paths, session)
+    shared = {
+        "bronze_range": MetadataValue.text(f"{result.bronze_start}-{result.bronze_end}"),
+        "bronze_version": MetadataValue.int(result.bronze_version or 0),
+        "rows_in": MetadataValue.int(result.rows_in),
+        **artifact_metadata(stored),
+    }
+    outcomes = (
+        (FILE_DELETED_KEY, paths.file_deleted, result.file_deleted),
+        (FILE_TRASHED_KEY, paths.file_trashed, result.file_trashed),
+        (QUARANTINE_KEY, paths.quarantine, result.quarantine),
+    )
+    for key, path, merge in outcomes:
+        metadata = {
+            **shared,
+            "rows_written": MetadataValue.int(merge.inserted),
+            "table_path": MetadataValue.path(path),
+        }
+        if merge.version is not None:
+            metadata["delta_version"] = MetadataValue.int(merge.version)
+            metadata["dagster/row_count"] = MetadataValue.int(
+                session.read.format("delta").load(path).count()
+            )
+        if key == QUARANTINE_KEY:
+            metadata["quarantined"] = MetadataValue.int(merge.inserted)
+            for rule, rows in sorted(result.quarantined_by_rule.items()):
+                metadata[f"quarantined_{rule}"] = MetadataValue.int(rows)
+        yield MaterializeResult(asset_key=key, metadata=metadata)
+    for event_type, report in result.reports.items():
+        for outcome in report.outcomes:
+            yield check_result(CHECKED_ASSETS[event_type], outcome)
+
+
+def store_artifacts(client, run_id: str, result: silver_stage.SilverResult, paths, session):
+    """Stores the validation results, an HTML report and the run manifest; returns them."""
+    from pipelines.delta_tables import table_version
+
+    files = {}
+    for event_type, report in result.reports.items():
+        files[f"validation-{event_type}.json"] = (report.to_json(), "application/json")
+        files[f"report-{event_type}.html"] = (report.to_html().encode(), "text/html")
+    states = tuple(
+        TableState(table, path, table_version(session, path), None, merge.inserted)
+        for table, path, merge in (
+            (tables.SILVER_FILE_DELETED, paths.file_deleted, result.file_deleted),
+            (tables.SILVER_FILE_TRASHED, paths.file_trashed, result.file_trashed),
+            (tables.SILVER_QUARANTINE, paths.quarantine, result.quarantine),
+        )
+    )
+    manifest = RunManifest(
+        run_id=run_id,
+        asset="silver/file_events",
+        created_at=dt.datetime.now(dt.UTC),
+        ranges={paths.bronze_table: (result.bronze_start, result.bronze_end)},
+        tables=states,
+        checks={
+            outcome.name: outcome.success
+            for report in result.reports.values()
+            for outcome in report.outcomes
+        },
+        artifacts=(),
+        extra={"rows_in": result.rows_in, "bronze_version": result.bronze_version or 0},
+    )
+    return ArtifactStore(client, ARTIFACTS.name).put_run(
+        run_id=run_id, asset="silver/file_events", files=files, manifest=manifest
+    )

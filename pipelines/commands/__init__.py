@@ -1,0 +1,1 @@
+"""Subcommands of the `jsl` CLI, one module each."""

@@ -1,0 +1,133 @@
+"""Downstream events: a FilePlacedInTrashEvent on `files.trashed` for each newly trashed file.
+
+The publisher reads the `silver/file_deleted` rows after its watermark (the highest silver
+row, by bronze sequence, it has published for) in sequence order, publishes one event per
+row and then moves the watermark (KV compare-and-set).
+
+No duplicates on a re-run: each event's msg-id is derived from its source event
+(`trashed-<eventId>`), so a repeat inside the stream's duplicate window is dropped by the
+server (the acknowledgement says `duplicate`), and its eventId is a uuid5 of the source's,
+so a repeat after the window is caught by silver's eventId uniqueness rule.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+
+from pyspark.sql import SparkSession
+from pyspark.sql import functions as F
+
+from pipelines.delta_tables import table_version
+from pipelines.file_trash.events import (
+    FILE_TRASHED_SUBJECT,
+    placed_in_trash_event,
+    trashed_msg_id,
+)
+from pipelines.watermarks import Watermark, WatermarkStore
+from resources.jetstream import JetStreamClient
+from resources.jetstream.messages import MSG_ID_HEADER
+
+STAGE = "downstream.file_trashed"
+COLUMNS = ("seq", "event_id", "file_id", "file_name", "user_id", "deleted_at", "expires_at")
+
+
+@dataclass(frozen=True)
+class PublishResult:
+    """What one publisher run did."""
+
+    published: int  # events the stream stored
+    duplicates: int  # events the stream dropped as repeats of an earlier msg-id
+    silver_start: int | None  # the silver rows (by bronze seq) published for
+    silver_end: int | None
+    first_seq: int | None  # where the stream stored them
+    last_seq: int | None
+    watermark: Watermark | None = None
+
+
+def _chunks(rows: Iterator, size: int) -> Iterator[list]:
+    chunk = []
+    for row in rows:
+        chunk.append(row)
+        if len(chunk) == size:
+            yield chunk
+            chunk = []
+    if chunk:
+        yield chunk
+
+
+def publish_trashed(
+    client: JetStreamClient,
+    spark: SparkSession,
+    silver_path: str,
+    *,
+    watermarks: WatermarkStore,
+    now: dt.datetime,
+    run_id: str,
+    batch_size: int = 500,
+    progress: Callable[[int], None] | None = None,
+) -> PublishResult:
+    """Publishes a FilePlacedInTrashEvent for each silver row after the watermark.
+
+    Args:
+        client: a connected JetStream client.
+        spark: the session.
+        silver_path: the `silver/file_deleted` table.
+        watermarks: the KV store of stage watermarks.
+        now: the events' timestamp.
+        run_id: recorded with the watermark.
+        batch_size: events per publish batch (acknowledgements awaited per batch).
+        progress: called with the running count of events sent.
+
+    Returns:
+        How many events the stream stored and dropped as duplicates, and where.
+    """
+    watermark = watermarks.load(STAGE)
+    version = table_version(spark, silver_path)
+    if version is None:
+        return PublishResult(0, 0, None, None, None, None, watermark)
+    rows = (
+        spark.read.format("delta")
+        .option("versionAsOf", version)
+        .load(silver_path)
+        .where(F.col("seq") > watermark.position)
+        .select(*COLUMNS)
+        .orderBy("seq")
+    )
+    published = duplicates = sent = 0
+    silver_start = silver_end = first_seq = last_seq = None
+    for chunk in _chunks(rows.toLocalIterator(), batch_size):
+        messages = []
+        for row in chunk:
+            event = placed_in_trash_event(
+                source_event_id=row["event_id"],
+                file_id=row["file_id"],
+                file_name=row["file_name"],
+                user_id=row["user_id"],
+                trashed_at=row["deleted_at"],
+                expires_at=row["expires_at"],
+                now=now,
+            )
+            headers = {MSG_ID_HEADER: trashed_msg_id(row["event_id"])}
+            messages.append((FILE_TRASHED_SUBJECT, event.to_json(), headers))
+        acks = client.publish_batch(messages)
+        for ack in acks:
+            duplicates += ack.duplicate
+            published += not ack.duplicate
+            if not ack.duplicate:
+                first_seq = ack.seq if first_seq is None else first_seq
+                last_seq = ack.seq
+        silver_start = chunk[0]["seq"] if silver_start is None else silver_start
+        silver_end = chunk[-1]["seq"]
+        sent += len(chunk)
+        if progress:
+            progress(sent)
+    if silver_end is None:
+        return PublishResult(0, 0, None, None, None, None, watermark)
+    saved = watermarks.save(
+        watermark.advanced(silver_end, run_id=run_id, now=now, silver_version=version)
+    )
+    return PublishResult(
+        published, duplicates, silver_start, silver_end, first_seq, last_seq, saved
+    )

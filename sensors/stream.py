@@ -1,0 +1,330 @@
+"""`build_stream_sensor`: request bronze runs when a stream's sequence moves past an ingest.
+
+Each tick compares the stream's last sequence with the ingest's committed position (its KV
+checkpoint, or the durable consumer's ack floor before the first run) and requests runs for
+exactly the ranges in between, each bounded by `bronze_run_config(spec, end)` and keyed
+`<stream>:<consumer>:<start>-<end>`. A backlog larger than one run may take becomes several
+range runs in one tick (a backfill, tagged `jsl/backfill`). docs/automation.md explains the
+decisions, the tags and the run-queue settings they rely on.
+"""
+
+import datetime as dt
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass, replace
+
+from dagster import (
+    DagsterInstance,
+    DagsterRunStatus,
+    DefaultSensorStatus,
+    RunRequest,
+    RunsFilter,
+    SensorDefinition,
+    SensorEvaluationContext,
+    SensorResult,
+    SkipReason,
+    sensor,
+)
+
+from assets.bronze import bronze_run_config
+from pipelines.ingest.checkpoint import Checkpoint, CheckpointStore
+from pipelines.ingest.engine import initial_checkpoint
+from pipelines.ingest.lease import Clock, utc_now
+from pipelines.ingest.plan import StreamPosition, plan_range
+from pipelines.ingest.spec import IngestSpec
+from resources.jetstream import JetStreamClient, JetStreamResource, StreamState
+from resources.jetstream.errors import BucketNotFoundError, JetStreamError
+from sensors.cursor import StreamSensorCursor
+
+INGEST_TAG = "jsl/ingest"  # <stream>:<consumer>, on every run the sensor requests
+RANGE_TAG = "jsl/range"  # <start>-<end>, the range the run key names
+BACKFILL_TAG = "jsl/backfill"  # <stream>:<consumer>:<first>-<last>, on each piece of a backlog
+PIECE_TAG = "jsl/piece"  # <i>/<n> within a backfill
+RECOVERS_TAG = "jsl/recovers-run"  # the crashed run whose planned range this run finishes
+
+UNFINISHED = [
+    DagsterRunStatus.QUEUED,
+    DagsterRunStatus.NOT_STARTED,
+    DagsterRunStatus.STARTING,
+    DagsterRunStatus.STARTED,
+    DagsterRunStatus.CANCELING,
+    DagsterRunStatus.SUSPENDED,
+]
+FAILED = [DagsterRunStatus.FAILURE, DagsterRunStatus.CANCELED]
+FINISHED = [DagsterRunStatus.SUCCESS, *FAILED]
+
+
+class SensorTickError(RuntimeError):
+    """A tick cannot decide: the stream, consumer or bucket is unreachable, missing or stuck."""
+
+    def __init__(self, message: str, *, sensor: str, stream: str | None = None, **names) -> None:
+        super().__init__(message)
+        self.sensor = sensor
+        self.stream = stream
+        self.consumer = names.get("consumer")
+        self.bucket = names.get("bucket")
+        self.server = names.get("server")
+
+
+@contextmanager
+def tick_client(jetstream: JetStreamResource, tick_budget: float) -> Iterator[JetStreamClient]:
+    """A client for one tick: connecting may take a quarter of the budget, a request an eighth."""
+    settings = jetstream.connection_settings()
+    bounded = replace(
+        settings,
+        connect_timeout=min(settings.connect_timeout, tick_budget / 4),
+        request_timeout=min(settings.request_timeout, tick_budget / 8),
+    )
+    client = JetStreamClient(bounded)
+    try:
+        yield client.connect()
+    finally:
+        client.close()
+
+
+@dataclass(frozen=True)
+class IngestPosition:
+    """Where an ingest stands against its stream."""
+
+    stream: StreamState
+    committed: int  # everything up to here is in Delta
+    planned: tuple[int, int] | None = None  # the range a crashed run planned and left
+    planned_by: str | None = None  # that run's id
+
+
+def read_position(client: JetStreamClient, spec: IngestSpec) -> IngestPosition:
+    """The stream's state and the ingest's committed position (checkpoint, else ack floor).
+
+    Raises:
+        JetStreamError: the server, stream or consumer cannot be read.
+    """
+    stream = client.streams.info(spec.stream)
+    client.consumers.info(spec.stream, spec.durable)  # a missing consumer fails the tick
+    try:
+        store = CheckpointStore(client.key_value(spec.checkpoint_bucket))
+        checkpoint: Checkpoint | None = store.load(spec.stream, spec.durable)
+    except BucketNotFoundError:  # no run created it yet
+        checkpoint = None
+    if checkpoint is None:
+        checkpoint = initial_checkpoint(client, spec, stream)
+    planned = checkpoint.planned
+    return IngestPosition(
+        stream=stream,
+        committed=checkpoint.committed_end,
+        planned=(planned.start, planned.end) if planned else None,
+        planned_by=planned.run_id if planned else None,
+    )
+
+
+@dataclass(frozen=True)
+class Decision:
+    """What a tick does: request runs for `ranges`, or skip for `skip`."""
+
+    ranges: tuple[tuple[int, int], ...]
+    skip: str | None
+    cursor: StreamSensorCursor
+
+
+def plan_pieces(after: int, stream: StreamState, spec: IngestSpec, limit: int) -> list:
+    """Up to `limit` consecutive ranges after `after`, each what one run of `spec` takes."""
+    position = StreamPosition(stream.first_seq, stream.last_seq, stream.messages, stream.bytes)
+    pieces: list[tuple[int, int]] = []
+    while len(pieces) < limit:
+        bounds = plan_range(
+            after, position, max_messages=spec.max_messages, max_bytes=spec.max_bytes
+        )
+        if bounds is None:
+            break
+        pieces.append(bounds)
+        after = bounds[1]
+    return pieces
+
+
+def decide(
+    position: IngestPosition,
+    cursor: StreamSensorCursor,
+    now: dt.datetime,
+    *,
+    spec: IngestSpec,
+    min_messages: int,
+    max_wait: dt.timedelta | None,
+    max_runs: int,
+) -> Decision:
+    """The tick's decision, a pure function of the position, the cursor and the time."""
+    ranges = [position.planned] if position.planned else []
+    after = max(position.committed, position.planned[1] if position.planned else 0)
+    last = position.stream.last_seq
+    new = max(0, last - after)
+    where = f"stream {spec.stream!r} last seq {last}, consumer {spec.durable!r} committed {after}"
+    due = new >= min_messages
+    if new and not due:
+        started = cursor.wait_started()
+        due = bool(max_wait is not None and started and now - started >= max_wait)
+    if due:
+        ranges += plan_pieces(after, position.stream, spec, max(1, max_runs - len(ranges)))
+    if ranges:
+        return Decision(tuple(ranges), None, cursor.requested(ranges[-1][1], now))
+    if not new:
+        return Decision((), f"nothing new: {where}", cursor.caught_up())
+    cursor = cursor.waiting(now)
+    if max_wait is None:
+        wait = "max_wait is off"
+    else:
+        wait = f"max_wait {max_wait} is reached at {(cursor.wait_started() + max_wait).isoformat()}"
+    reason = (
+        f"{new} new message(s) ({after + 1}-{last}) are fewer than min_messages={min_messages} "
+        f"and {wait}: {where}"
+    )
+    return Decision((), reason, cursor)
+
+
+def run_requests(
+    ranges: Sequence[tuple[int, int]],
+    position: IngestPosition,
+    spec: IngestSpec,
+    instance: DagsterInstance,
+    *,
+    sensor_name: str,
+    key_prefix: str,
+    max_retries: int,
+) -> list[RunRequest]:
+    """One run request per range, keyed and tagged (a backfill when there are several).
+
+    Raises:
+        SensorTickError: a range already failed `max_retries` times.
+    """
+    ingest_id = f"{spec.stream}:{spec.durable}"
+    requests = []
+    for index, (start, end) in enumerate(ranges, 1):
+        tags = {INGEST_TAG: ingest_id, RANGE_TAG: f"{start}-{end}"}
+        if len(ranges) > 1:
+            tags[BACKFILL_TAG] = f"{ingest_id}:{ranges[0][0]}-{ranges[-1][1]}"
+            tags[PIECE_TAG] = f"{index}/{len(ranges)}"
+        if position.planned == (start, end) and position.planned_by:
+            tags[RECOVERS_TAG] = position.planned_by
+        earlier = instance.get_runs(
+            RunsFilter(tags={INGEST_TAG: ingest_id, RANGE_TAG: f"{start}-{end}"}, statuses=FINISHED)
+        )
+        failed = [run.run_id for run in earlier if run.status in FAILED]
+        if len(failed) >= max_retries:
+            raise SensorTickError(
+                f"sensor {sensor_name!r}: range {start}-{end} of stream {spec.stream!r} "
+                f"(consumer {spec.durable!r}) failed {len(failed)} times (runs "
+                f"{', '.join(failed)}); read the last run's log and fix the cause, then "
+                "materialise the asset once by hand: the sensor continues from where it lands",
+                sensor=sensor_name,
+                stream=spec.stream,
+                consumer=spec.durable,
+            )
+        key = f"{ingest_id}:{start}-{end}"
+        if earlier:  # a finished run already used the plain key: Dagster would skip a repeat
+            key += f":attempt-{len(earlier) + 1}"
+        requests.append(
+            RunRequest(run_key=key, run_config=bronze_run_config(spec, end, key_prefix), tags=tags)
+        )
+    return requests
+
+
+def build_stream_sensor(
+    *,
+    spec: IngestSpec,
+    job,
+    min_messages: int = 1,
+    max_wait: dt.timedelta | None = dt.timedelta(minutes=15),
+    minimum_interval_seconds: int = 30,
+    tick_budget: float = 20.0,
+    max_runs_per_tick: int = 50,
+    max_retries: int = 3,
+    default_status: DefaultSensorStatus = DefaultSensorStatus.STOPPED,
+    name: str | None = None,
+    key_prefix: str = "bronze",
+    clock: Clock = utc_now,
+) -> SensorDefinition:
+    """Builds the sensor that requests `job` runs as `spec`'s stream advances.
+
+    Args:
+        spec: the ingest.
+        job: the job materialising `spec`'s bronze asset (e.g. a `define_asset_job`).
+        min_messages: new messages that justify a run at once.
+        max_wait: after this long since the last requested run, any new message does; None
+            waits for `min_messages` forever.
+        minimum_interval_seconds: seconds between ticks.
+        tick_budget: seconds a tick may spend on NATS (well under Dagster's 60 s).
+        max_runs_per_tick: the most range runs one tick requests (the rest: later ticks).
+        max_retries: failed runs of one range after which ticks fail instead of retrying.
+        default_status: whether the sensor runs once deployed.
+        name: the sensor's name; default `<spec.name>_stream_sensor`.
+        key_prefix: the bronze asset's key prefix (as given to `build_bronze_asset`).
+        clock: the current time (UTC).
+
+    Returns:
+        The sensor; it needs the `jetstream` resource.
+
+    Raises:
+        ValueError: a bound out of range.
+    """
+    sensor_name = name or f"{spec.name}_stream_sensor"
+    if min_messages < 1 or max_runs_per_tick < 1 or max_retries < 1 or not 0 < tick_budget < 60:
+        raise ValueError(
+            f"sensor {sensor_name!r}: min_messages, max_runs_per_tick and max_retries must be "
+            f">= 1 and tick_budget within (0, 60) seconds, got {min_messages!r}, "
+            f"{max_runs_per_tick!r}, {max_retries!r}, {tick_budget!r}"
+        )
+    ingest_id = f"{spec.stream}:{spec.durable}"
+
+    @sensor(
+        name=sensor_name,
+        job=job,
+        minimum_interval_seconds=minimum_interval_seconds,
+        default_status=default_status,
+        description=f"Requests runs of {key_prefix}/{spec.name} when stream {spec.stream} "
+        f"moves past consumer {spec.durable}'s committed position "
+        f"(>= {min_messages} messages, or any after {max_wait}).",
+    )
+    def stream_sensor(context: SensorEvaluationContext, jetstream: JetStreamResource):
+        cursor = StreamSensorCursor.decode(context.cursor, warn=context.log.warning)
+        active = context.instance.get_runs(
+            RunsFilter(tags={INGEST_TAG: ingest_id}, statuses=UNFINISHED), limit=5
+        )
+        if active:
+            ids = ", ".join(run.run_id for run in active)
+            reason = f"a run of ingest {ingest_id!r} is queued or in progress ({ids}); waiting"
+            return SensorResult(skip_reason=SkipReason(reason), cursor=cursor.to_json())
+        try:
+            with tick_client(jetstream, tick_budget) as client:
+                position = read_position(client, spec)
+        except JetStreamError as error:
+            raise SensorTickError(
+                f"sensor {sensor_name!r} cannot read stream {spec.stream!r} / consumer "
+                f"{spec.durable!r} on NATS {jetstream.servers!r}: {error}",
+                sensor=sensor_name,
+                stream=spec.stream,
+                consumer=spec.durable,
+                server=jetstream.servers,
+            ) from error
+        decision = decide(
+            position,
+            cursor,
+            clock(),
+            spec=spec,
+            min_messages=min_messages,
+            max_wait=max_wait,
+            max_runs=max_runs_per_tick,
+        )
+        if decision.skip is not None:
+            return SensorResult(
+                skip_reason=SkipReason(decision.skip), cursor=decision.cursor.to_json()
+            )
+        requests = run_requests(
+            decision.ranges,
+            position,
+            spec,
+            context.instance,
+            sensor_name=sensor_name,
+            key_prefix=key_prefix,
+            max_retries=max_retries,
+        )
+        context.log.info(f"{ingest_id}: requesting {', '.join(r.run_key for r in requests)}")
+        return SensorResult(run_requests=requests, cursor=decision.cursor.to_json())
+
+    return stream_sensor
