@@ -42,7 +42,7 @@ def file_trashed_events(
         jetstream.get_client(),
         spark.get_session(),
         lakehouse.table_path(tables.SILVER_FILE_DELETED),
-        watermarks=WatermarkStore(jetstream.get_client().key_value(CHECKPOINTS.name)),
+        watermarks=WatermarkStore(jetstream.get_client().key_value(CHECKPOINTS.bucket)),
         now=dt.datetime.now(dt.UTC),
         run_id=context.run.run_id,
     )

@@ -23,7 +23,6 @@ from dagster import (
     multi_asset,
 )
 from pydantic import Field
-from resources.quality import CheckOutcome, DataQualityResource
 
 from assets.bronze import bronze_asset_key
 from pipelines.artifacts import ArtifactStore, RunManifest, TableState, artifact_metadata
@@ -33,6 +32,7 @@ from pipelines.file_trash.topology import ARTIFACTS, BRONZE_FILE_EVENTS, CHECKPO
 from pipelines.watermarks import WatermarkStore
 from resources.jetstream import JetStreamResource
 from resources.lakehouse import LakehouseResource
+from resources.quality import CheckOutcome, DataQualityResource
 from resources.spark import SparkResource
 
 FILE_DELETED_KEY = AssetKey(tables.SILVER_FILE_DELETED.split("/"))
@@ -104,7 +104,10 @@ def check_result(asset_key: AssetKey, outcome: CheckOutcome) -> AssetCheckResult
         )
     ],
     check_specs=check_specs(),
-    can_subset=False,
+    # The three tables are written together from one batch. Subsetting is allowed only so that
+    # a run with nothing new can report nothing (Dagster makes every output optional then):
+    # selecting one of them processes the batch into all three and reports the selected.
+    can_subset=True,
 )
 def silver_file_events(
     context: AssetExecutionContext,
@@ -128,8 +131,10 @@ def silver_file_events(
     result = silver_stage.run_silver(
         session,
         paths,
-        watermarks=WatermarkStore(client.key_value(CHECKPOINTS.name)),
-        validate=quality.validate,
+        watermarks=WatermarkStore(client.key_value(CHECKPOINTS.bucket)),
+        validate=lambda frame, suite: quality.validate_dataframe(
+            frame, suite, evaluated_at=now, meta={"run_id": context.run.run_id}
+        ),
         stream=BRONZE_FILE_EVENTS.stream,
         now=now,
         run_id=context.run.run_id,
@@ -155,7 +160,10 @@ def silver_file_events(
         (FILE_TRASHED_KEY, paths.file_trashed, result.file_trashed),
         (QUARANTINE_KEY, paths.quarantine, result.quarantine),
     )
+    selected = context.selected_asset_keys
     for key, path, merge in outcomes:
+        if key not in selected:
+            continue
         metadata = {
             **shared,
             "rows_written": MetadataValue.int(merge.inserted),
@@ -171,9 +179,11 @@ def silver_file_events(
             for rule, rows in sorted(result.quarantined_by_rule.items()):
                 metadata[f"quarantined_{rule}"] = MetadataValue.int(rows)
         yield MaterializeResult(asset_key=key, metadata=metadata)
+    selected_checks = {check.name for check in context.selected_asset_check_keys}
     for event_type, report in result.reports.items():
         for outcome in report.outcomes:
-            yield check_result(CHECKED_ASSETS[event_type], outcome)
+            if outcome.name in selected_checks:
+                yield check_result(CHECKED_ASSETS[event_type], outcome)
 
 
 def store_artifacts(client, run_id: str, result: silver_stage.SilverResult, paths, session):
@@ -182,7 +192,7 @@ def store_artifacts(client, run_id: str, result: silver_stage.SilverResult, path
 
     files = {}
     for event_type, report in result.reports.items():
-        files[f"validation-{event_type}.json"] = (report.to_json(), "application/json")
+        files[f"validation-{event_type}.json"] = (report.result_json, "application/json")
         files[f"report-{event_type}.html"] = (report.to_html().encode(), "text/html")
     states = tuple(
         TableState(table, path, table_version(session, path), None, merge.inserted)
@@ -206,6 +216,6 @@ def store_artifacts(client, run_id: str, result: silver_stage.SilverResult, path
         artifacts=(),
         extra={"rows_in": result.rows_in, "bronze_version": result.bronze_version or 0},
     )
-    return ArtifactStore(client, ARTIFACTS.name).put_run(
+    return ArtifactStore(client, ARTIFACTS.bucket).put_run(
         run_id=run_id, asset="silver/file_events", files=files, manifest=manifest
     )

@@ -73,7 +73,8 @@ def merge_new_rows(
 ) -> MergeOutcome:
     """Inserts the rows whose `keys` the table lacks; rows already there stay as they are.
 
-    An empty `rows` writes nothing. The table is created from `schema` if it is missing.
+    The table is created (empty, from `schema`) if it is missing, so it exists after the
+    first run even when that run had no rows for it; otherwise an empty `rows` writes nothing.
 
     Args:
         spark: the session.
@@ -87,9 +88,9 @@ def merge_new_rows(
     """
     from delta.tables import DeltaTable
 
+    ensure_table(spark, path, schema)
     if rows.isEmpty():
         return MergeOutcome(0, table_version(spark, path))
-    ensure_table(spark, path, schema)
     condition = " AND ".join(f"t.`{key}` = s.`{key}`" for key in keys)
     (
         DeltaTable.forPath(spark, path)

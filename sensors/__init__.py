@@ -1,1 +1,12 @@
-"""Sensors that start runs when streams advance (built by factories, one per ingest)."""
+"""Sensors on stream sequence advances and replay requests (see docs/automation.md)."""
+
+from sensors.cursor import StreamSensorCursor
+from sensors.replays import build_replay_request_sensor
+from sensors.stream import SensorTickError, build_stream_sensor
+
+__all__ = [
+    "SensorTickError",
+    "StreamSensorCursor",
+    "build_replay_request_sensor",
+    "build_stream_sensor",
+]

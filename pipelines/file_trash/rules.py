@@ -127,6 +127,21 @@ RULES = (
 RULES_BY_NAME = {rule.name: rule for rule in RULES}
 
 
+def spark_pattern(pattern: str) -> str:
+    """`pattern` for Spark's `rlike`, its final `$` made `\\z` (the very end of the text).
+
+    Java's `$` also matches before a final line break, so `^user-[0-9]{3,}$` would accept
+    "user-001\\n".
+
+    Args:
+        pattern: a regular expression such as `USER_ID_PATTERN`.
+
+    Returns:
+        The pattern anchored at the end of the text.
+    """
+    return pattern[:-1] + r"\z" if pattern.endswith("$") else pattern
+
+
 def _check_now(now: dt.datetime) -> None:
     if now.tzinfo is None or now.utcoffset() is None:
         raise ValueError(f"now must be timezone-aware (e.g. UTC), got the naive {now!r}")
@@ -190,7 +205,7 @@ def _checks(now: dt.datetime) -> dict[str, tuple[Column, Column]]:
             ),
         ),
         MIME_TYPE_WELL_FORMED.name: (
-            _applies(MIME_TYPE_WELL_FORMED) & ~mime.rlike(MIME_TYPE_PATTERN),
+            _applies(MIME_TYPE_WELL_FORMED) & ~mime.rlike(spark_pattern(MIME_TYPE_PATTERN)),
             F.concat(
                 F.lit("mimeType "), _quoted(mime), F.lit(f" does not match {MIME_TYPE_PATTERN}")
             ),
@@ -206,7 +221,7 @@ def _checks(now: dt.datetime) -> dict[str, tuple[Column, Column]]:
             ),
         ),
         USER_ID_FORMAT.name: (
-            _applies(USER_ID_FORMAT) & ~user.rlike(USER_ID_PATTERN),
+            _applies(USER_ID_FORMAT) & ~user.rlike(spark_pattern(USER_ID_PATTERN)),
             F.concat(F.lit("userId "), _quoted(user), F.lit(f" does not match {USER_ID_PATTERN}")),
         ),
     }

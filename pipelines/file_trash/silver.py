@@ -1,25 +1,22 @@
 """Silver: bronze payloads parsed into typed rows, routed by eventType, checked, de-duplicated.
 
-Pure transforms: `route_bronze` takes bronze rows (`pipelines.ingest.bronze.BRONZE_SCHEMA`)
-and returns the valid rows of each silver table and the quarantined rest; the assets read
-and write the Delta tables. Every bronze row lands in exactly one of the three outputs.
+`route_bronze` is pure: bronze rows in, the valid rows of each silver table and the
+quarantined rest out, every bronze row in exactly one of the three.
 
-How a payload is read: it is parsed once into a VARIANT (`try_parse_json`), and each field of
-the event schemas (`FILE_DELETED_SCHEMA`, `FILE_TRASHED_SCHEMA`) is looked up with its JSON
-type (`schema_of_variant`). That tells a missing or null field (`required_fields_present`)
-from a present one of the wrong JSON type (`field_types_valid`), which `from_json` cannot:
-with a string field it turns the number 42 into the text "42". Timestamps are ISO-8601
-strings parsed with an explicit pattern (`ISO_TIMESTAMP_FORMAT`); Spark's lenient cast would
-accept a bare date. `parse_json` ignores what follows the first JSON value, so the text is
-parsed wrapped in `[...]`, which must hold exactly one value, and must end with `}`.
-A payload such as `{"a":1}] [{}` still slips through as `{"a":1}`: accepted.
+A payload is parsed once into a VARIANT (`try_parse_json`) and each field of the event schemas
+is looked up with its JSON type (`schema_of_variant`), which tells a missing or null field
+(`required_fields_present`) from one of the wrong JSON type (`field_types_valid`): `from_json`
+cannot, as a string field turns the number 42 into the text "42". Timestamps are parsed with
+an explicit ISO-8601 pattern; Spark's lenient cast would accept a bare date. `parse_json`
+ignores what follows the first JSON value, so the text is parsed wrapped in `[...]` (exactly
+one value inside) and must end with `}`; `{"a":1}] [{}` would still pass, as `{"a":1}`.
 
-Duplicates (`event_id_unique`): among the rows of a known event type with a string eventId,
-in this batch and in `existing`, the lowest (seq, stream) per (event type, eventId) is the
-first occurrence; every other row with that key is quarantined, whatever else it breaks.
-A first occurrence that breaks another rule is quarantined too, and its later copies still
-count as duplicates: so pass the quarantine's rows (with a non-null event_id) in `existing`
-as well as silver's, and processing a range in one batch or in several gives the same rows.
+Duplicates (`event_id_unique`): among rows of a known event type with a string eventId, in
+the batch and in `existing`, the lowest (seq, stream) per (event type, eventId) is the first
+occurrence and every other row with that key is a duplicate, whatever else it breaks. So a
+first occurrence that breaks another rule is quarantined and its copies still are duplicates:
+pass quarantine rows with an event_id in `existing` too, and a range processed in one batch
+or in several gives the same rows.
 """
 
 from __future__ import annotations
@@ -53,9 +50,7 @@ _EXPECTED = {
 
 
 def _json(name: str, data_type: DataType, column: str | None = None) -> StructField:
-    return StructField(
-        name, data_type, nullable=False, metadata={"column": column} if column else {}
-    )
+    return StructField(name, data_type, False, {"column": column} if column else {})
 
 
 def _envelope(data: StructType) -> StructType:
@@ -186,28 +181,25 @@ def _typed(f: _Field) -> Column:
     return text
 
 
-def _problems(fields: list[_Field], *, missing: bool) -> Column:
-    """The paths of `fields` that are missing (or, if not `missing`, present but mistyped)."""
+def _paths(fields: list[_Field], *, missing: bool) -> Column:
+    """Per field: its path if missing (or, if not `missing`, if present but mistyped), else null."""
     if missing:
-        entries = [F.when(~_present(f), F.lit(f.path)) for f in fields]
-    else:
-        entries = [
-            F.when(
-                _present(f) & F.col(f.column).isNull(),
-                F.lit(f"{f.path} (expected {_EXPECTED.get(f.data_type, 'an object')})"),
-            )
-            for f in fields
-        ]
-    return F.array(*entries)
+        return F.array(*(F.when(~_present(f), F.lit(f.path)) for f in fields))
+    expected = [f"{f.path} (expected {_EXPECTED.get(f.data_type, 'an object')})" for f in fields]
+    mistyped = (_present(f) & F.col(f.column).isNull() for f in fields)
+    return F.array(
+        *(F.when(bad, F.lit(text)) for bad, text in zip(mistyped, expected, strict=True))
+    )
 
 
-def _field_problems(*, missing: bool) -> Column:
+def _problems(*, missing: bool = False) -> Column:
+    """The paths missing (or mistyped): the envelope's, and data's for a known event type."""
     no_data = F.array().cast(ArrayType(StringType()))
     data = F.when(~F.coalesce(F.col("_data"), F.lit(False)), no_data)
     for event, fields in _FIELDS_BY_TYPE.items():
         data_fields = [f for f in fields if f.path.startswith("data.")]
-        data = data.when(F.col("event_type") == event, _problems(data_fields, missing=missing))
-    envelope = _problems(_ENVELOPE_FIELDS, missing=missing)
+        data = data.when(F.col("event_type") == event, _paths(data_fields, missing=missing))
+    envelope = _paths(_ENVELOPE_FIELDS, missing=missing)
     return F.array_compact(F.concat(envelope, data.otherwise(no_data)))
 
 
@@ -247,12 +239,9 @@ def parse_events(bronze: DataFrame) -> DataFrame:
     """
     text = F.col("payload").cast("string")
     wrapped = F.try_parse_json(F.concat(F.lit("["), text, F.lit("]")))
-    frame = bronze.withColumns({"_wrapped": wrapped, "_text": text}).withColumns(
-        {
-            "_doc": F.variant_get("_wrapped", "$[0]", "variant"),
-            "_extra": F.variant_get("_wrapped", "$[1]", "variant"),
-        }
-    )
+    frame = bronze.withColumns({"_wrapped": wrapped, "_text": text})
+    doc, extra = (F.variant_get("_wrapped", f"$[{i}]", "variant") for i in (0, 1))
+    frame = frame.withColumns({"_doc": doc, "_extra": extra})
     frame = frame.withColumns(
         {
             rules.PAYLOAD_PROBLEM: _payload_problem(F.col("_text"), F.col("_doc"), F.col("_extra")),
@@ -267,10 +256,7 @@ def parse_events(bronze: DataFrame) -> DataFrame:
     )
     frame = frame.withColumns({f.column: _typed(f) for f in _ALL_FIELDS})
     frame = frame.withColumns(
-        {
-            rules.MISSING_FIELDS: _field_problems(missing=True),
-            rules.MISTYPED_FIELDS: _field_problems(missing=False),
-        }
+        {rules.MISSING_FIELDS: _problems(missing=True), rules.MISTYPED_FIELDS: _problems()}
     )
     internal = ["_wrapped", "_text", "_doc", "_extra", "_data"]
     internal += [f"_{kv}{f.column}" for f in _ALL_FIELDS for kv in "vk"]
@@ -313,15 +299,6 @@ def mark_duplicates(checked: DataFrame, existing: DataFrame | None) -> DataFrame
     return frame.drop("_eligible")
 
 
-def _check_arguments(now: dt.datetime, run_id: str, retention: dt.timedelta) -> None:
-    if now.tzinfo is None or now.utcoffset() is None:
-        raise ValueError(f"now must be timezone-aware (e.g. UTC), got the naive {now!r}")
-    if not run_id:
-        raise ValueError(f"run_id must be a non-empty string, got {run_id!r}")
-    if retention <= dt.timedelta(0):
-        raise ValueError(f"retention must be a positive timedelta, got {retention!r}")
-
-
 def _plus(timestamp: Column, delta: dt.timedelta) -> Column:
     """`timestamp + delta`, exact to the microsecond and independent of the session time zone."""
     return F.timestamp_micros(
@@ -360,7 +337,12 @@ def route_bronze(
     Raises:
         ValueError: if `now` is naive, `run_id` empty or `retention` not positive.
     """
-    _check_arguments(now, run_id, retention)
+    if now.tzinfo is None or now.utcoffset() is None:
+        raise ValueError(f"now must be timezone-aware (e.g. UTC), got the naive {now!r}")
+    if not run_id:
+        raise ValueError(f"run_id must be a non-empty string, got {run_id!r}")
+    if retention <= dt.timedelta(0):
+        raise ValueError(f"retention must be a positive timedelta, got {retention!r}")
     checked = mark_duplicates(parse_events(bronze), existing)
     checked = checked.withColumns(
         {

@@ -24,19 +24,19 @@ from dataclasses import dataclass, field
 
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
-from resources.quality import QualitySuite, ValidationReport
 
 from pipelines.delta_tables import MergeOutcome, merge_new_rows, read_table, table_version
 from pipelines.file_trash import expectations, silver
-from pipelines.file_trash.rules import TRASH_RETENTION
+from pipelines.file_trash.rules import FILE_DELETED_EVENT, FILE_TRASHED_EVENT, TRASH_RETENTION
 from pipelines.ingest.bronze import BRONZE_SCHEMA
 from pipelines.watermarks import Watermark, WatermarkStore
+from resources.quality import QualitySuite, ValidationReport
 
 Validate = Callable[[DataFrame, QualitySuite], ValidationReport]
 
 STAGE = "silver.file_events"
-FILE_DELETED = "FileDeletedEvent"
-FILE_TRASHED = "FilePlacedInTrashEvent"
+FILE_DELETED = FILE_DELETED_EVENT
+FILE_TRASHED = FILE_TRASHED_EVENT
 
 
 @dataclass(frozen=True)
@@ -115,7 +115,7 @@ def run_silver(
         spark: the session.
         paths: the bronze table and the silver tables.
         watermarks: the KV store of stage watermarks.
-        validate: runs a quality suite on a frame (`DataQualityResource.validate`).
+        validate: runs a quality suite on a frame (`DataQualityResource.validate_dataframe`).
         stream: the stream whose bronze rows to process.
         now: the clock (processed_at, quarantined_at, and the "not in the future" rule).
         run_id: recorded on every row written.

@@ -1,14 +1,15 @@
-"""Fixtures for the UI and CLI tests: the code location run as Dagster's own processes do.
+"""Fixtures for the UI and CLI tests: the code location run as Dagster's own processes run it.
 
-Each environment has its own embedded nats-server (temp store, provisioned with the file
-trash topology, because the code location's stream `FILE_EVENTS` on `files.>` would clash
-with other tests' streams on the shared server), its own data directory and DAGSTER_HOME.
-The `dagster` and `dagster-webserver` subprocesses get these through the same environment
-variables `make dev` sets (NATS_URL, LAKEHOUSE_DATA_DIR, LAKEHOUSE_ROOT, DAGSTER_HOME).
+Each deployment has its own embedded nats-server (temp store, provisioned with the file
+trash topology: the code location's stream `FILE_EVENTS` on `files.>` would clash with other
+tests' streams on the shared server), its own data directory and DAGSTER_HOME. The `dagster`
+and `dagster-webserver` subprocesses get them through the variables `make dev` sets
+(NATS_URL, LAKEHOUSE_DATA_DIR, LAKEHOUSE_ROOT, DAGSTER_HOME).
 
-One `dagster-webserver` serves the whole session (`webserver`), shared by test_webserver.py
-and test_asset_graph.py; every CLI test gets a fresh environment (`cli_env`) so the stream's
-sequences, and so the commands in docs/dagster.md, are the same whatever ran before.
+One `dagster-webserver` serves the whole session (`webserver` on `ui_env`), shared by
+test_webserver.py and test_asset_graph.py; every CLI test gets a fresh deployment
+(`cli_env`), so stream sequences, and so the commands in docs/dagster.md, are the same
+whatever ran before.
 """
 
 from __future__ import annotations
@@ -20,31 +21,28 @@ import signal
 import socket
 import subprocess
 import sys
-import time
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import pytest
-import requests
 
 from pipelines.demo import publish_sample
 from pipelines.file_trash.topology import BRONZE_FILE_EVENTS, FILE_TRASH_TOPOLOGY
 from resources.jetstream import EmbeddedNatsServer, JetStreamResource, reconcile
+from tests.ui import Webserver
 
 PROJECT_DIR = Path(__file__).resolve().parents[2]
 BIN_DIR = Path(sys.executable).parent
 WORKSPACE = "workspace.yaml"
-REPOSITORY = "__repository__"
-
-WEBSERVER_START_TIMEOUT = 240.0  # seconds: imports the code location (pyspark, dagster)
+WEBSERVER_START_TIMEOUT = 240.0  # seconds: the code server imports pyspark and dagster
 COMMAND_TIMEOUT = 600.0  # seconds: one `dagster` CLI command, JVM start-up included
 
 # Variables of the caller that would point the subprocesses elsewhere.
 _INHERITED_OUT = ("NATS_URL", "DAGSTER_HOME", "LAKEHOUSE_DATA_DIR", "LAKEHOUSE_ROOT")
 # DAGSTER_HOME/dagster.yaml of the test deployments. Dagster 1.13's default coordinator
-# queues runs for the daemon; the tests run no daemon, so runs launched through the
+# queues runs for the daemon; these deployments run no daemon, so runs launched through the
 # webserver or `dagster job launch` start at once (DefaultRunLauncher: a subprocess of the
 # code server). No telemetry, and no 'join the community' dialog over screenshots.
 INSTANCE_YAML = """\
@@ -56,6 +54,28 @@ telemetry:
 nux:
   enabled: false
 """
+
+
+def kill_process_group(pgid: int) -> None:
+    """SIGKILLs what is left of a process group this test session started."""
+    with contextlib.suppress(ProcessLookupError, PermissionError):
+        os.killpg(pgid, signal.SIGKILL)
+
+
+def stop_process_group(process: subprocess.Popen, grace: float = 30.0) -> None:
+    """Stops a process started with `start_new_session=True` and everything it started.
+
+    SIGINT first, as Ctrl-C in a terminal would (Dagster's processes shut their children
+    down on it), then SIGKILL for whatever is left in the group (code server, runs, JVMs).
+    """
+    if process.poll() is None:
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(process.pid, signal.SIGINT)
+        with contextlib.suppress(subprocess.TimeoutExpired):
+            process.wait(timeout=grace)
+    kill_process_group(process.pid)
+    with contextlib.suppress(subprocess.TimeoutExpired):
+        process.wait(timeout=10)
 
 
 @dataclass
@@ -75,6 +95,7 @@ class CodeLocationEnv:
     dagster_home: Path
     lakehouse_root: Path
     env: dict[str, str] = field(repr=False)
+    process_groups: list[int] = field(default_factory=list, repr=False)
 
     def publish(self, count: int) -> int:
         """Publishes `count` sample FileDeletedEvents; returns the stream's last sequence."""
@@ -93,24 +114,43 @@ class CodeLocationEnv:
         """Where the bronze file_events Delta table lives."""
         return self.lakehouse_root / BRONZE_FILE_EVENTS.table
 
-    def dagster(self, *args: str, timeout: float = COMMAND_TIMEOUT) -> subprocess.CompletedProcess:
-        """Runs `dagster ARGS` from the project directory, as a CI job would.
+    def dagster(
+        self, *args: str, cwd: Path = PROJECT_DIR, timeout: float = COMMAND_TIMEOUT
+    ) -> subprocess.CompletedProcess:
+        """Runs `dagster ARGS` as a CI job would, in its own process group.
+
+        What the command leaves running (a run launched with `dagster job launch` goes on in
+        the code server it started) is killed when the deployment is torn down.
 
         Args:
             *args: the arguments after `dagster`.
-            timeout: seconds before the command is killed.
+            cwd: the working directory (the project, where workspace.yaml is).
+            timeout: seconds before the command and its children are killed.
 
         Returns:
             The completed process, with text stdout and stderr.
         """
-        return subprocess.run(
-            [str(BIN_DIR / "dagster"), *args],
-            cwd=PROJECT_DIR,
+        command = [str(BIN_DIR / "dagster"), *args]
+        process = subprocess.Popen(
+            command,
+            cwd=cwd,
             env=self.env,
-            capture_output=True,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
             text=True,
-            timeout=timeout,
+            start_new_session=True,
         )
+        self.process_groups.append(process.pid)
+        try:
+            stdout, stderr = process.communicate(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            kill_process_group(process.pid)
+            stdout, stderr = process.communicate()
+            raise AssertionError(
+                f"`dagster {' '.join(args)}` did not finish within {timeout}s:\n"
+                f"{stdout[-3000:]}\n{stderr[-3000:]}"
+            ) from None
+        return subprocess.CompletedProcess(command, process.returncode, stdout, stderr)
 
     @contextlib.contextmanager
     def instance(self) -> Iterator[Any]:
@@ -121,21 +161,24 @@ class CodeLocationEnv:
             yield instance
 
 
-def subprocess_env(data_dir: Path, nats_url: str) -> dict[str, str]:
-    """The environment `make dev` gives Dagster, pointed at `data_dir` and `nats_url`.
+def subprocess_env(data_dir: Path, nats_url: str | None) -> dict[str, str]:
+    """The environment `make dev` gives Dagster, pointed at `data_dir` (and `nats_url`).
 
     Spark is kept small (1 GiB driver, 2 shuffle partitions): other JVMs share the machine.
     """
     env = {k: v for k, v in os.environ.items() if k not in _INHERITED_OUT}
     env.update(
-        NATS_URL=nats_url,
         LAKEHOUSE_DATA_DIR=str(data_dir),
-        LAKEHOUSE_ROOT=str(data_dir / "lakehouse"),
-        DAGSTER_HOME=str(data_dir / "dagster_home"),
         JSL_SPARK_DRIVER_MEMORY="1g",
         JSL_SPARK_SHUFFLE_PARTITIONS="2",
         PYTHONUNBUFFERED="1",
     )
+    if nats_url is not None:
+        env.update(
+            NATS_URL=nats_url,
+            LAKEHOUSE_ROOT=str(data_dir / "lakehouse"),
+            DAGSTER_HOME=str(data_dir / "dagster_home"),
+        )
     return env
 
 
@@ -152,19 +195,31 @@ def code_location_env(data_dir: Path) -> Iterator[CodeLocationEnv]:
     with EmbeddedNatsServer(store_dir=data_dir / "nats") as server:
         with JetStreamResource(servers=server.url).client() as js:
             reconcile(js, FILE_TRASH_TOPOLOGY)
-        yield CodeLocationEnv(
+        env = CodeLocationEnv(
             nats_url=server.url,
             data_dir=data_dir,
             dagster_home=dagster_home,
             lakehouse_root=data_dir / "lakehouse",
             env=subprocess_env(data_dir, server.url),
         )
+        try:
+            yield env
+        finally:
+            for pgid in env.process_groups:
+                kill_process_group(pgid)
 
 
 @pytest.fixture
 def cli_env(tmp_path: Path) -> Iterator[CodeLocationEnv]:
     """A fresh deployment (server, DAGSTER_HOME, tables) for one CLI test."""
     with code_location_env(tmp_path / "data") as env:
+        yield env
+
+
+@pytest.fixture(scope="session")
+def ui_env(tmp_path_factory: pytest.TempPathFactory) -> Iterator[CodeLocationEnv]:
+    """The deployment the session's webserver serves."""
+    with code_location_env(tmp_path_factory.mktemp("ui-deployment")) as env:
         yield env
 
 
@@ -175,170 +230,39 @@ def free_port() -> int:
         return probe.getsockname()[1]
 
 
-def stop_process_group(process: subprocess.Popen, grace: float = 30.0) -> None:
-    """Stops a process started with `start_new_session=True` and everything it started.
-
-    SIGINT first (Dagster's processes shut their children down on it), then SIGKILL.
-    """
-    if process.poll() is None:
-        with contextlib.suppress(ProcessLookupError):
-            os.killpg(process.pid, signal.SIGINT)
-        try:
-            process.wait(timeout=grace)
-        except subprocess.TimeoutExpired:
-            pass
-    # Whatever the leader left behind in its group (code server, run workers, JVMs).
-    with contextlib.suppress(ProcessLookupError):
-        os.killpg(process.pid, signal.SIGKILL)
-    with contextlib.suppress(subprocess.TimeoutExpired):
-        process.wait(timeout=10)
-
-
-class GraphQLError(AssertionError):
-    """The webserver answered a GraphQL request with errors."""
-
-
-@dataclass
-class Webserver:
-    """A running `dagster-webserver` and a small GraphQL client for it.
-
-    Attributes:
-        base_url: e.g. `http://127.0.0.1:40123`.
-        env: the deployment it serves (server, DAGSTER_HOME, tables).
-        log_path: the webserver's combined stdout and stderr.
-    """
-
-    base_url: str
-    env: CodeLocationEnv
-    log_path: Path
-    process: subprocess.Popen = field(repr=False)
-    location_name: str = ""
-    http: requests.Session = field(default_factory=requests.Session, repr=False)
-
-    def __post_init__(self) -> None:
-        # Loopback only: an http_proxy in the environment (common in CI) must not see it.
-        self.http.trust_env = False
-
-    def log_tail(self, chars: int = 6000) -> str:
-        """The end of the webserver's log, for failure messages."""
-        with contextlib.suppress(OSError):
-            return self.log_path.read_text(errors="replace")[-chars:]
-        return "<no webserver log>"
-
-    def graphql(self, query: str, variables: dict[str, Any] | None = None) -> dict[str, Any]:
-        """Posts a GraphQL request to `/graphql` and returns its `data`.
-
-        Raises:
-            GraphQLError: the response carries `errors` (the schema or the resolver failed).
-        """
-        response = self.http.post(
-            f"{self.base_url}/graphql",
-            json={"query": query, "variables": variables or {}},
-            timeout=60,
-        )
-        response.raise_for_status()
-        body = response.json()
-        if body.get("errors"):
-            raise GraphQLError(f"GraphQL errors: {body['errors']}")
-        return body["data"]
-
-    def wait_until_loaded(self, timeout: float) -> None:
-        """Waits until the webserver answers and the code location has loaded.
-
-        Raises:
-            AssertionError: the process exited, the location failed to load, or `timeout`
-                seconds passed; the message carries the webserver's log.
-        """
-        deadline = time.monotonic() + timeout
-        last_problem = "no answer yet"
-        while time.monotonic() < deadline:
-            if self.process.poll() is not None:
-                raise AssertionError(
-                    f"dagster-webserver exited with {self.process.returncode} at start-up; "
-                    f"its log ends with:\n{self.log_tail()}"
-                )
-            try:
-                entries = self.graphql(WORKSPACE_QUERY)["workspaceOrError"]["locationEntries"]
-            except (requests.RequestException, GraphQLError, KeyError) as error:
-                last_problem = repr(error)
-                time.sleep(1)
-                continue
-            for entry in entries:
-                location = entry["locationOrLoadError"]
-                if location and location["__typename"] == "PythonError":
-                    raise AssertionError(
-                        f"code location {entry['name']!r} failed to load in the webserver: "
-                        f"{location['message']}\n{''.join(location.get('stack') or [])}"
-                    )
-                if location and location["__typename"] == "RepositoryLocation":
-                    self.location_name = entry["name"]
-                    return
-                last_problem = f"location {entry['name']!r} is {entry['loadStatus']}"
-            time.sleep(1)
-        raise AssertionError(
-            f"dagster-webserver at {self.base_url} did not load the code location within "
-            f"{timeout}s ({last_problem}); its log ends with:\n{self.log_tail()}"
-        )
-
-
-WORKSPACE_QUERY = """
-query Workspace {
-  workspaceOrError {
-    __typename
-    ... on Workspace {
-      locationEntries {
-        name
-        loadStatus
-        locationOrLoadError {
-          __typename
-          ... on RepositoryLocation { name repositories { name } }
-          ... on PythonError { message stack }
-        }
-      }
-    }
-    ... on PythonError { message }
-  }
-}
-"""
-
-
 @pytest.fixture(scope="session")
-def webserver(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Webserver]:
+def webserver(ui_env: CodeLocationEnv) -> Iterator[Webserver]:
     """`dagster-webserver -w workspace.yaml` on a free loopback port, for the whole session.
 
-    It runs with the default run launcher and coordinator: a launched run executes in a
-    subprocess of the webserver's code server, with no daemon.
+    It runs with the default run launcher and `DefaultRunCoordinator`: a launched run
+    executes in a subprocess of the webserver's code server, with no daemon.
     """
-    data_dir = tmp_path_factory.mktemp("ui-deployment")
-    with code_location_env(data_dir) as env:
-        port = free_port()
-        log_path = data_dir / "webserver.log"
-        with log_path.open("wb") as log:
-            process = subprocess.Popen(
-                [
-                    str(BIN_DIR / "dagster-webserver"),
-                    "-h",
-                    "127.0.0.1",
-                    "-p",
-                    str(port),
-                    "-w",
-                    WORKSPACE,
-                ],
-                cwd=PROJECT_DIR,
-                env=env.env,
-                stdout=log,
-                stderr=subprocess.STDOUT,
-                start_new_session=True,
-            )
-        server = Webserver(
-            base_url=f"http://127.0.0.1:{port}", env=env, log_path=log_path, process=process
+    port = free_port()
+    log_path = ui_env.data_dir / "webserver.log"
+    with log_path.open("wb") as log:
+        process = subprocess.Popen(
+            [
+                str(BIN_DIR / "dagster-webserver"),
+                "-h",
+                "127.0.0.1",
+                "-p",
+                str(port),
+                "-w",
+                WORKSPACE,
+            ],
+            cwd=PROJECT_DIR,
+            env=ui_env.env,
+            stdout=log,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
         )
-        try:
-            server.wait_until_loaded(WEBSERVER_START_TIMEOUT)
-            yield server
-        finally:
-            server.http.close()
-            stop_process_group(process)
+    server = Webserver(f"http://127.0.0.1:{port}", log_path=log_path, process=process)
+    try:
+        server.wait_until_loaded(WEBSERVER_START_TIMEOUT)
+        yield server
+    finally:
+        server.close()
+        stop_process_group(process)
 
 
 BROWSER_SKIP_ENV = "JSL_SKIP_BROWSER_TESTS"
@@ -347,7 +271,7 @@ BROWSER_NAMES = ("chromium", "chromium-browser")
 
 @pytest.fixture(scope="session")
 def chromium() -> Path:
-    """Debian's headless-capable Chromium; fails (or skips, if asked) when it is missing."""
+    """Debian's Chromium, for headless rendering; fails (or skips, if asked) when missing."""
     for name in BROWSER_NAMES:
         if found := shutil.which(name):
             return Path(found)

@@ -5,74 +5,16 @@ the code location; runs launched through `launchRun` execute in subprocesses of 
 server (DefaultRunLauncher), against a real nats-server, Spark and Delta.
 """
 
-import time
 from dagster import AssetKey
 
 from pipelines.file_trash.topology import BRONZE_FILE_EVENTS
-from tests.ui.conftest import REPOSITORY, Webserver
+from tests.ui import REPOSITORY, Webserver
+from tests.ui.conftest import CodeLocationEnv
 
 INGEST_JOB = "ingest_file_events"
 BRONZE_KEY = AssetKey(["bronze", BRONZE_FILE_EVENTS.name])
 PUBLISHED = 300
 RUN_TIMEOUT = 600.0  # seconds: a JVM start, a Delta commit, on a shared 2-core machine
-TERMINAL_STATUSES = {"SUCCESS", "FAILURE", "CANCELED"}
-
-LAUNCH_RUN = """
-mutation LaunchRun($executionParams: ExecutionParams!) {
-  launchRun(executionParams: $executionParams) {
-    __typename
-    ... on LaunchRunSuccess { run { runId status } }
-    ... on RunConfigValidationInvalid { errors { message } }
-    ... on PythonError { message stack }
-    ... on Error { message }
-  }
-}
-"""
-
-RUN_STATUS = """
-query RunStatus($runId: ID!) {
-  runOrError(runId: $runId) {
-    __typename
-    ... on Run { status jobName }
-    ... on Error { message }
-  }
-}
-"""
-
-RUN_LOGS = """
-query RunLogs($runId: ID!) {
-  logsForRun(runId: $runId) {
-    __typename
-    ... on EventConnection {
-      events {
-        __typename
-        ... on MessageEvent { message level }
-        ... on ErrorEvent { error { message stack } }
-      }
-    }
-    ... on Error { message }
-  }
-}
-"""
-
-LATEST_MATERIALIZATION = """
-query LatestMaterialization($assetKey: AssetKeyInput!) {
-  assetOrError(assetKey: $assetKey) {
-    __typename
-    ... on Asset {
-      assetMaterializations(limit: 1) {
-        runId
-        metadataEntries {
-          __typename
-          label
-          ... on IntMetadataEntry { intRepr }
-        }
-      }
-    }
-    ... on AssetNotFoundError { message }
-  }
-}
-"""
 
 REPOSITORY_CONTENTS = """
 query RepositoryContents($selector: RepositorySelector!) {
@@ -91,73 +33,6 @@ query RepositoryContents($selector: RepositorySelector!) {
   }
 }
 """
-
-
-def launch_run(server: Webserver, job_name: str, run_config: dict | None = None) -> str:
-    """Launches `job_name` through the `launchRun` mutation; returns the run id."""
-    result = server.graphql(
-        LAUNCH_RUN,
-        {
-            "executionParams": {
-                "selector": {
-                    "repositoryLocationName": server.location_name,
-                    "repositoryName": REPOSITORY,
-                    "jobName": job_name,
-                },
-                "runConfigData": run_config or {},
-            }
-        },
-    )["launchRun"]
-    assert result["__typename"] == "LaunchRunSuccess", f"launchRun of {job_name!r}: {result}"
-    return result["run"]["runId"]
-
-
-def run_failure_report(server: Webserver, run_id: str) -> str:
-    """The run's warnings and errors from `logsForRun`, and the webserver's log."""
-    logs = server.graphql(RUN_LOGS, {"runId": run_id})["logsForRun"]
-    lines = []
-    for event in logs.get("events", []):
-        if event.get("level") in ("WARNING", "ERROR", "CRITICAL"):
-            lines.append(f"{event['__typename']} {event['level']}: {event.get('message')}")
-        if event.get("error"):
-            lines.append(event["error"]["message"] + "".join(event["error"].get("stack") or []))
-    return (
-        f"run {run_id} did not succeed; its event log says:\n"
-        + ("\n".join(lines) or str(logs))
-        + f"\n--- webserver log ---\n{server.log_tail()}"
-    )
-
-
-def wait_for_run(server: Webserver, run_id: str, timeout: float) -> str:
-    """Polls `runOrError` until the run ends or `timeout` seconds pass; returns its status."""
-    deadline = time.monotonic() + timeout
-    status = "UNKNOWN"
-    while time.monotonic() < deadline:
-        run = server.graphql(RUN_STATUS, {"runId": run_id})["runOrError"]
-        assert run["__typename"] == "Run", f"runOrError({run_id!r}): {run}"
-        status = run["status"]
-        if status in TERMINAL_STATUSES:
-            return status
-        time.sleep(2)
-    raise AssertionError(
-        f"run {run_id} still {status} after {timeout}s\n{run_failure_report(server, run_id)}"
-    )
-
-
-def latest_materialization(server: Webserver, key: AssetKey) -> tuple[str, dict[str, int]]:
-    """The run id and integer metadata of `key`'s latest materialisation, via GraphQL."""
-    asset = server.graphql(LATEST_MATERIALIZATION, {"assetKey": {"path": list(key.path)}})[
-        "assetOrError"
-    ]
-    assert asset["__typename"] == "Asset", f"assetOrError({key.to_user_string()!r}): {asset}"
-    assert asset["assetMaterializations"], f"{key.to_user_string()} has no materialisation"
-    latest = asset["assetMaterializations"][0]
-    numbers = {
-        entry["label"]: int(entry["intRepr"])
-        for entry in latest["metadataEntries"]
-        if entry["__typename"] == "IntMetadataEntry"
-    }
-    return latest["runId"], numbers
 
 
 def test_webserver_serves_every_asset_check_job_sensor_and_schedule_of_the_code_location(
@@ -186,8 +61,7 @@ def test_webserver_serves_every_asset_check_job_sensor_and_schedule_of_the_code_
         for check in (node["assetChecksOrError"] or {}).get("checks", [])
     }
     assert served_checks == {
-        (tuple(key.asset_key.path), key.name)
-        for key in defs.resolve_asset_graph().asset_check_keys
+        (tuple(key.asset_key.path), key.name) for key in defs.resolve_asset_graph().asset_check_keys
     }
     assert {job["name"] for job in served["jobs"]} >= {
         job.name for job in defs.resolve_all_job_defs() if not job.name.startswith("__")
@@ -201,21 +75,20 @@ def test_webserver_serves_every_asset_check_job_sensor_and_schedule_of_the_code_
 
 
 def test_run_launched_through_graphql_lands_the_published_events_and_reports_them(
-    webserver: Webserver,
+    webserver: Webserver, ui_env: CodeLocationEnv
 ):
-    committed_before = webserver.env.consumer_ack_floor()
-    last_seq = webserver.env.publish(PUBLISHED)
+    committed_before = ui_env.consumer_ack_floor()
+    last_seq = ui_env.publish(PUBLISHED)
 
-    run_id = launch_run(webserver, INGEST_JOB)
-    status = wait_for_run(webserver, run_id, RUN_TIMEOUT)
+    run_id = webserver.launch_run(INGEST_JOB)
+    status = webserver.wait_for_run(run_id, RUN_TIMEOUT)
 
-    assert status == "SUCCESS", run_failure_report(webserver, run_id)
-    materialized_by, metadata = latest_materialization(webserver, BRONZE_KEY)
+    assert status == "SUCCESS", webserver.run_failure_report(run_id)
+    materialized_by, metadata = webserver.latest_materialization(list(BRONZE_KEY.path))
     assert materialized_by == run_id
     assert metadata["messages"] == PUBLISHED
     assert (metadata["range_start"], metadata["range_end"]) == (committed_before + 1, last_seq)
     assert metadata["dagster/row_count"] == last_seq
     assert metadata["lag"] == 0
-    assert webserver.env.consumer_ack_floor() == last_seq
-    assert (webserver.env.bronze_table / "_delta_log").is_dir()
-
+    assert ui_env.consumer_ack_floor() == last_seq
+    assert (ui_env.bronze_table / "_delta_log").is_dir()

@@ -1,0 +1,396 @@
+"""Silver: bronze rows parsed, routed by eventType, de-duplicated and split, on a real Spark."""
+
+import copy
+import datetime as dt
+import json
+
+import pytest
+from chispa import assert_df_equality
+from pyspark.sql import functions as F
+
+from pipelines.file_trash.silver import (
+    QUARANTINE_SCHEMA,
+    SILVER_FILE_DELETED_SCHEMA,
+    SILVER_FILE_TRASHED_SCHEMA,
+    route_bronze,
+)
+from pipelines.ingest.bronze import BRONZE_SCHEMA
+
+NOW = dt.datetime(2026, 11, 21, 12, 0, tzinfo=dt.UTC)
+DELETED_AT = dt.datetime(2026, 11, 21, 10, 0, tzinfo=dt.UTC)
+PUBLISHED = dt.datetime(2026, 11, 21, 10, 0, 1, tzinfo=dt.UTC)
+STREAM = "FILE_EVENTS"
+SOURCE = "bronze/file_events"
+MISSING = object()
+
+
+def deleted_event(event_id: str = "e-1", **data: object) -> dict:
+    """A valid FileDeletedEvent as a dict; `data` overrides its data fields."""
+    fields = {
+        "fileId": f"file-{event_id}",
+        "fileName": "report.pdf",
+        "filePath": "/users/user-001/documents/report.pdf",
+        "fileSize": 123456,
+        "mimeType": "application/pdf",
+        "userId": "user-001",
+        "deletedAt": "2026-11-21T10:00:00.000Z",
+    }
+    return {
+        "eventId": event_id,
+        "eventType": "FileDeletedEvent",
+        "timestamp": "2026-11-21T10:00:00.000Z",
+        "data": {**fields, **data},
+    }
+
+
+def trashed_event(event_id: str = "t-1", **data: object) -> dict:
+    """A valid FilePlacedInTrashEvent as a dict; `data` overrides its data fields."""
+    fields = {
+        "trashId": f"trash-{event_id}",
+        "fileId": "file-e-1",
+        "fileName": "report.pdf",
+        "userId": "user-001",
+        "trashedAt": "2026-11-21T10:00:05.000Z",
+        "expiresAt": "2026-12-21T10:00:00.000Z",
+        "originalEventId": "e-1",
+    }
+    return {
+        "eventId": event_id,
+        "eventType": "FilePlacedInTrashEvent",
+        "timestamp": "2026-11-21T10:00:05.000Z",
+        "data": {**fields, **data},
+    }
+
+
+def changed(event: dict, path: str, value: object) -> dict:
+    """`event` with the field at `path` ("data.fileSize") set to `value`, or removed (MISSING)."""
+    event = copy.deepcopy(event)
+    *parents, name = path.split(".")
+    target = event
+    for parent in parents:
+        target = target[parent]
+    if value is MISSING:
+        del target[name]
+    else:
+        target[name] = value
+    return event
+
+
+def encoded(payload: dict | bytes | str) -> bytes:
+    """The bytes published: dicts as compact JSON, text as UTF-8, bytes as they are."""
+    if isinstance(payload, dict):
+        return json.dumps(payload, separators=(",", ":"), ensure_ascii=False).encode()
+    return payload.encode() if isinstance(payload, str) else payload
+
+
+def bronze(spark, payloads, *, seqs=None, stream=STREAM, subject="files.deleted"):
+    """Bronze rows (BRONZE_SCHEMA) of `payloads`, at `seqs` (1, 2, ... by default)."""
+    seqs = list(seqs) if seqs is not None else list(range(1, len(payloads) + 1))
+    rows = [
+        (stream, seq, subject, PUBLISHED, PUBLISHED.date(), None, encoded(p), None, "ingest", NOW)
+        for seq, p in zip(seqs, payloads, strict=True)
+    ]
+    return spark.createDataFrame(rows, BRONZE_SCHEMA)
+
+
+def route(frame, *, existing=None, now=NOW, **kwargs):
+    return route_bronze(
+        frame, existing=existing, now=now, run_id="run-1", source_table=SOURCE, **kwargs
+    )
+
+
+def shape(schema) -> list[tuple[str, str]]:
+    """Names and types in order (a frame may be stricter than its schema about nulls)."""
+    return [(f.name, f.dataType.simpleString()) for f in schema.fields]
+
+
+def keys(frame) -> list[int]:
+    return sorted(row.seq for row in frame.select("seq").collect())
+
+
+def quarantined(batch) -> dict[int, list[str]]:
+    return {r.seq: r.failed_rules for r in batch.quarantine.select("seq", "failed_rules").collect()}
+
+
+def existing_keys(batch):
+    """(event_type, event_id, stream, seq) of a batch's outputs, as the lead reads them back."""
+    columns = ("event_type", "event_id", "stream", "seq")
+    return (
+        batch.file_deleted.select(*columns)
+        .unionByName(batch.file_trashed.select(*columns))
+        .unionByName(batch.quarantine.where(F.col("event_id").isNotNull()).select(*columns))
+    )
+
+
+def test_a_valid_file_deleted_event_becomes_one_typed_silver_row(spark):
+    batch = route(bronze(spark, [deleted_event("e-1")]))
+
+    expected = spark.createDataFrame(
+        [
+            (
+                "e-1", "FileDeletedEvent", DELETED_AT, "file-e-1", "report.pdf",
+                "/users/user-001/documents/report.pdf", 123456, "application/pdf", "user-001",
+                DELETED_AT, DELETED_AT + dt.timedelta(days=30),
+                STREAM, 1, "files.deleted", PUBLISHED, "run-1", NOW,
+            )
+        ],
+        SILVER_FILE_DELETED_SCHEMA,
+    )  # fmt: skip
+    assert_df_equality(batch.file_deleted, expected, ignore_nullable=True)
+    assert batch.file_trashed.count() == 0
+    assert batch.quarantine.count() == 0
+
+
+def test_a_valid_trashed_event_keeps_its_own_expires_at(spark):
+    batch = route(bronze(spark, [trashed_event("t-1")], subject="files.trashed"))
+
+    expected = spark.createDataFrame(
+        [
+            (
+                "t-1", "FilePlacedInTrashEvent", DELETED_AT + dt.timedelta(seconds=5),
+                "trash-t-1", "file-e-1", "report.pdf", "user-001",
+                DELETED_AT + dt.timedelta(seconds=5), dt.datetime(2026, 12, 21, 10, tzinfo=dt.UTC),
+                "e-1", STREAM, 1, "files.trashed", PUBLISHED, "run-1", NOW,
+            )
+        ],
+        SILVER_FILE_TRASHED_SCHEMA,
+    )  # fmt: skip
+    assert_df_equality(batch.file_trashed, expected, ignore_nullable=True)
+    assert batch.file_deleted.count() == 0
+
+
+def test_expires_at_is_deleted_at_plus_the_configured_retention(spark):
+    frame = bronze(spark, [deleted_event(deletedAt="2026-11-21T10:00:00.123456Z")])
+
+    row = route(frame, retention=dt.timedelta(days=7, hours=1)).file_deleted.first()
+
+    assert row.expires_at - row.deleted_at == dt.timedelta(days=7, hours=1)
+    assert row.deleted_at.microsecond == 123456
+
+
+def test_routing_follows_event_type_not_subject(spark):
+    frame = bronze(spark, [deleted_event("e-1"), trashed_event("t-1")], subject="files.other")
+
+    batch = route(frame)
+
+    assert keys(batch.file_deleted) == [1]
+    assert keys(batch.file_trashed) == [2]
+
+
+def test_every_bronze_row_lands_in_exactly_one_output(spark):
+    payloads = [
+        deleted_event("e-1"),
+        trashed_event("t-1"),
+        deleted_event("e-1"),  # a duplicate
+        changed(deleted_event("e-2"), "data.fileSize", -1),
+        changed(deleted_event("e-3"), "eventType", "FileRenamedEvent"),
+        b"{",
+        b"[]",
+        "null",
+        changed(trashed_event("t-2"), "data.trashId", MISSING),
+        deleted_event("e-4", fileName="résumé ✓.pdf"),
+    ]
+    batch = route(bronze(spark, payloads))
+
+    outputs = [keys(batch.file_deleted), keys(batch.file_trashed), keys(batch.quarantine)]
+    assert sorted(seq for seqs in outputs for seq in seqs) == list(range(1, 11))
+    assert outputs == [[1, 10], [2], [3, 4, 5, 6, 7, 8, 9]]
+
+
+def test_non_object_payloads_are_quarantined_with_their_bytes_kept(spark):
+    payloads = [b"[]", b"42", b"null", b"{", b"", b'"text"', b"\xff\xfe{}", b'{"eventId":"x"}x']
+
+    rows = route(bronze(spark, payloads)).quarantine.orderBy("seq").collect()
+
+    assert [bytes(r.payload) for r in rows] == payloads
+    assert {tuple(r.failed_rules) for r in rows} == {("parseable_json",)}
+    assert [(r.event_id, r.event_type) for r in rows] == [(None, None)] * len(payloads)
+    assert [r.error for r in rows] == [
+        "parseable_json: payload is a JSON array, not an object",
+        "parseable_json: payload is a JSON number, not an object",
+        "parseable_json: payload is JSON null, not an object",
+        "parseable_json: payload is not valid JSON",
+        "parseable_json: payload is empty",
+        "parseable_json: payload is a JSON string, not an object",
+        "parseable_json: payload is not valid UTF-8",
+        "parseable_json: payload is not valid JSON",
+    ]
+
+
+def test_quarantine_rows_carry_the_source_row_run_and_time(spark):
+    event = changed(deleted_event("e-9"), "data.userId", "bob")
+    frame = bronze(spark, [event], seqs=[42])
+
+    batch = route(frame)
+
+    expected = spark.createDataFrame(
+        [
+            (
+                STREAM, 42, "files.deleted", PUBLISHED, encoded(event),
+                "e-9", "FileDeletedEvent", ["user_id_format"],
+                "user_id_format: userId 'bob' does not match ^user-[0-9]{3,}$",
+                SOURCE, "run-1", NOW,
+            )
+        ],
+        QUARANTINE_SCHEMA,
+    )  # fmt: skip
+    assert_df_equality(batch.quarantine, expected, ignore_nullable=True)
+
+
+def test_unicode_text_survives_parsing_unchanged(spark):
+    name = "Ünïcödé 日本語 ✓ 🗑️.pdf"
+    escaped = json.dumps(deleted_event("e-2", fileName=name)).encode()  # \\uXXXX escapes
+    frame = bronze(spark, [deleted_event("e-1", fileName=name), escaped])
+
+    names = [r.file_name for r in route(frame).file_deleted.orderBy("seq").collect()]
+
+    assert names == [name, name]
+
+
+def test_a_duplicate_within_the_batch_is_quarantined_and_the_lowest_seq_kept(spark):
+    frame = bronze(
+        spark, [deleted_event("e-1"), deleted_event("e-1"), deleted_event("e-1")], seqs=[7, 3, 5]
+    )
+
+    batch = route(frame)
+
+    assert keys(batch.file_deleted) == [3]
+    assert quarantined(batch) == {5: ["event_id_unique"], 7: ["event_id_unique"]}
+    errors = [r.error for r in batch.quarantine.orderBy("seq").collect()]
+    assert errors[0] == (
+        "event_id_unique: eventId 'e-1' was first seen in stream 'FILE_EVENTS' at seq 3; "
+        "this later copy is not kept"
+    )
+
+
+def test_a_duplicate_of_a_row_already_in_silver_is_quarantined(spark):
+    existing = spark.createDataFrame(
+        [("FileDeletedEvent", "e-1", STREAM, 2)],
+        "event_type string, event_id string, stream string, seq long",
+    )
+    frame = bronze(spark, [deleted_event("e-1"), deleted_event("e-2")], seqs=[10, 11])
+
+    batch = route(frame, existing=existing)
+
+    assert keys(batch.file_deleted) == [11]
+    assert quarantined(batch) == {10: ["event_id_unique"]}
+
+
+def test_reprocessing_rows_already_in_existing_gives_the_same_rows(spark):
+    frame = bronze(spark, [deleted_event("e-1"), deleted_event("e-1"), b"[]", trashed_event("t-1")])
+    first = route(frame)
+
+    again = route(frame, existing=existing_keys(first))
+
+    for name in ("file_deleted", "file_trashed", "quarantine"):
+        assert_df_equality(
+            getattr(again, name), getattr(first, name), ignore_row_order=True, ignore_nullable=True
+        )
+
+
+def test_an_invalid_first_occurrence_still_makes_later_copies_duplicates(spark):
+    frame = bronze(spark, [deleted_event("e-1", userId="bob"), deleted_event("e-1")])
+
+    batch = route(frame)
+
+    assert batch.file_deleted.count() == 0
+    assert quarantined(batch) == {1: ["user_id_format"], 2: ["event_id_unique"]}
+
+
+def test_a_range_processed_in_two_batches_gives_the_same_rows_as_in_one(spark):
+    payloads = [deleted_event("e-1", fileSize=-5), deleted_event("e-2"), deleted_event("e-1")]
+    payloads += [deleted_event("e-2"), trashed_event("t-1"), b"{"]
+    whole = route(bronze(spark, payloads))
+
+    first = route(bronze(spark, payloads[:3]))
+    second = route(bronze(spark, payloads[3:], seqs=[4, 5, 6]), existing=existing_keys(first))
+
+    for name in ("file_deleted", "file_trashed", "quarantine"):
+        split = getattr(first, name).unionByName(getattr(second, name))
+        assert_df_equality(split, getattr(whole, name), ignore_row_order=True, ignore_nullable=True)
+    assert quarantined(whole) == {
+        1: ["file_size_in_range"],
+        3: ["event_id_unique"],
+        4: ["event_id_unique"],
+        6: ["parseable_json"],
+    }
+
+
+def test_the_same_event_id_in_two_event_types_is_not_a_duplicate(spark):
+    frame = bronze(spark, [deleted_event("same"), trashed_event("same")])
+
+    batch = route(frame)
+
+    assert (keys(batch.file_deleted), keys(batch.file_trashed)) == ([1], [2])
+
+
+def test_duplicates_are_judged_by_seq_then_stream_across_streams(spark):
+    frame = bronze(spark, [deleted_event("e-1")], seqs=[5], stream="B").unionByName(
+        bronze(spark, [deleted_event("e-1"), deleted_event("e-1")], seqs=[5, 9], stream="A")
+    )
+
+    batch = route(frame)
+
+    assert [(r.stream, r.seq) for r in batch.file_deleted.collect()] == [("A", 5)]
+    assert batch.quarantine.count() == 2
+
+
+def test_candidates_hold_every_row_of_their_type_before_the_split(spark):
+    payloads = [deleted_event("e-1"), deleted_event("e-2", mimeType="PDF"), trashed_event("t-1")]
+    payloads += [changed(deleted_event("e-3"), "data.fileSize", "12"), b"[]"]
+    batch = route(bronze(spark, payloads))
+
+    deleted = batch.candidates["FileDeletedEvent"]
+    rows = {r.seq: (r.file_size, r.failed_rules) for r in deleted.collect()}
+    assert rows == {
+        1: (123456, []),
+        2: (123456, ["mime_type_well_formed"]),
+        4: (None, ["field_types_valid"]),
+    }
+    assert deleted.columns == [*SILVER_FILE_DELETED_SCHEMA.fieldNames(), "failed_rules"]
+    trashed = batch.candidates["FilePlacedInTrashEvent"]
+    assert trashed.columns == [*SILVER_FILE_TRASHED_SCHEMA.fieldNames(), "failed_rules"]
+    assert keys(trashed) == [3]
+
+
+def test_outputs_have_the_contract_schemas_even_when_empty(spark):
+    batch = route(spark.createDataFrame([], BRONZE_SCHEMA))
+
+    assert shape(batch.file_deleted.schema) == shape(SILVER_FILE_DELETED_SCHEMA)
+    assert shape(batch.file_trashed.schema) == shape(SILVER_FILE_TRASHED_SCHEMA)
+    assert shape(batch.quarantine.schema) == shape(QUARANTINE_SCHEMA)
+    assert batch.file_deleted.count() + batch.quarantine.count() == 0
+
+
+def test_contract_column_sets():
+    assert SILVER_FILE_DELETED_SCHEMA.simpleString() == (
+        "struct<event_id:string,event_type:string,event_timestamp:timestamp,file_id:string,"
+        "file_name:string,file_path:string,file_size:bigint,mime_type:string,user_id:string,"
+        "deleted_at:timestamp,expires_at:timestamp,stream:string,seq:bigint,subject:string,"
+        "published:timestamp,run_id:string,processed_at:timestamp>"
+    )
+    assert SILVER_FILE_TRASHED_SCHEMA.simpleString() == (
+        "struct<event_id:string,event_type:string,event_timestamp:timestamp,trash_id:string,"
+        "file_id:string,file_name:string,user_id:string,trashed_at:timestamp,"
+        "expires_at:timestamp,original_event_id:string,stream:string,seq:bigint,subject:string,"
+        "published:timestamp,run_id:string,processed_at:timestamp>"
+    )
+    assert QUARANTINE_SCHEMA.simpleString() == (
+        "struct<stream:string,seq:bigint,subject:string,published:timestamp,payload:binary,"
+        "event_id:string,event_type:string,failed_rules:array<string>,error:string,"
+        "source_table:string,run_id:string,quarantined_at:timestamp>"
+    )
+
+
+@pytest.mark.parametrize(
+    ("arguments", "message"),
+    [
+        ({"now": dt.datetime(2026, 11, 21, 12)}, "now must be timezone-aware"),
+        ({"run_id": ""}, "run_id must be a non-empty string"),
+        ({"retention": dt.timedelta(0)}, "retention must be a positive timedelta"),
+    ],
+)
+def test_bad_arguments_are_refused_before_any_work(spark, arguments, message):
+    settings = {"existing": None, "now": NOW, "run_id": "run-1", "source_table": SOURCE}
+    with pytest.raises(ValueError, match=message):
+        route_bronze(spark.createDataFrame([], BRONZE_SCHEMA), **{**settings, **arguments})
