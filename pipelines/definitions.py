@@ -13,6 +13,7 @@ from pipelines.file_trash.topology import (
     AUDIT_LOG,
     BRONZE_FILE_EVENTS,
     FILE_EVENTS,
+    REPLAY_REQUESTS,
     TRASH_NOTIFICATIONS,
 )
 from pipelines.generate_job import generate_file_events_job
@@ -24,6 +25,8 @@ from resources.jetstream import JetStreamResource
 from resources.lakehouse import LakehouseResource
 from resources.quality import DataQualityResource
 from resources.spark import SparkResource
+from sensors import build_replay_request_sensor, build_stream_sensor
+from sensors.stream import INGEST_TAG
 
 settings = Settings.from_env()
 
@@ -41,10 +44,32 @@ ASSETS = [
     file_trashed_events,
 ]
 
-ingest_file_events_job = define_asset_job(
-    "ingest_file_events",
-    selection=AssetSelection.assets(bronze_file_events),
-    description="Land FILE_EVENTS' pending messages in bronze.",
+# One job per ingest, tagged so that the run queue runs one at a time per ingest (see
+# docs/automation.md); the stream sensors launch them.
+INGEST_ASSETS = {
+    BRONZE_FILE_EVENTS: (bronze_file_events, "bronze"),
+    AUDIT_LOG: (audit_log, "audit"),
+    TRASH_NOTIFICATIONS: (trash_notifications, "bronze"),
+}
+ingest_jobs = {
+    spec: define_asset_job(
+        f"ingest_{spec.name}",
+        selection=AssetSelection.assets(asset),
+        description=f"Land {spec.stream}'s pending messages for consumer {spec.durable!r} "
+        f"in {spec.table}.",
+        tags={INGEST_TAG: spec.app_id},
+    )
+    for spec, (asset, _) in INGEST_ASSETS.items()
+}
+ingest_file_events_job = ingest_jobs[BRONZE_FILE_EVENTS]
+replay_file_events_job = build_replay_job(BRONZE_FILE_EVENTS)
+
+stream_sensors = [
+    build_stream_sensor(spec=spec, job=ingest_jobs[spec], key_prefix=prefix)
+    for spec, (_, prefix) in INGEST_ASSETS.items()
+]
+replay_request_sensor = build_replay_request_sensor(
+    spec=BRONZE_FILE_EVENTS, job=replay_file_events_job, bucket=REPLAY_REQUESTS.bucket
 )
 
 file_trash_pipeline_job = define_asset_job(
@@ -56,14 +81,15 @@ file_trash_pipeline_job = define_asset_job(
 defs = Definitions(
     assets=ASSETS,
     jobs=[
-        ingest_file_events_job,
+        *ingest_jobs.values(),
         file_trash_pipeline_job,
         daily_gold_job,
-        build_replay_job(BRONZE_FILE_EVENTS),
+        replay_file_events_job,
         generate_file_events_job,
         maintain_delta_tables,
     ],
     schedules=[daily_gold_schedule, delta_maintenance_schedule],
+    sensors=[*stream_sensors, replay_request_sensor],
     resources={
         "jetstream": JetStreamResource(servers=settings.nats_url),
         "spark": SparkResource(),

@@ -67,9 +67,39 @@ def publish_sample(js: JetStreamClient, count: int) -> None:
         say(f"  published {count}/{count} (last seq {acks[-1].seq})")
 
 
+# The local Dagster instance (written once; edit it freely afterwards). The run queue runs
+# one run at a time per ingest (tag `jsl/ingest`) and per replay request, so a sensor's
+# backfill pieces go one after another (docs/automation.md).
+INSTANCE_YAML = """\
+# Dagster instance of `make dev` / `make demo` (written by pipelines/demo.py if missing).
+run_coordinator:
+  module: dagster.core.run_coordinator
+  class: QueuedRunCoordinator
+  config:
+    tag_concurrency_limits:
+      - key: jsl/ingest
+        value: {applyLimitPerUniqueValue: true}
+        limit: 1
+      - key: jsl/replay
+        value: {applyLimitPerUniqueValue: true}
+        limit: 1
+telemetry:
+  enabled: false
+"""
+
+
+def ensure_instance_config(dagster_home: Path) -> Path:
+    """Writes `dagster.yaml` in `dagster_home` unless one exists; returns its path."""
+    dagster_home.mkdir(parents=True, exist_ok=True)
+    config = dagster_home / "dagster.yaml"
+    if not config.exists():
+        config.write_text(INSTANCE_YAML)
+    return config
+
+
 def dagster_env(settings: Settings, nats_url: str) -> dict[str, str]:
     """The environment for `dagster` subprocesses: the server, the data dir, DAGSTER_HOME."""
-    settings.dagster_home.mkdir(parents=True, exist_ok=True)
+    ensure_instance_config(settings.dagster_home)
     return {
         **os.environ,
         "NATS_URL": nats_url,
