@@ -12,7 +12,7 @@ STAMP  := $(VENV)/.installed
 EVENTS ?= 1000
 PYTEST_ARGS ?=
 
-.PHONY: setup demo test dev lint bench clean lock
+.PHONY: setup browser demo test dev lint bench clean lock
 
 $(STAMP): pyproject.toml constraints.txt
 	@test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -26,7 +26,15 @@ setup: $(STAMP)
 demo: setup
 	$(PY) -m pipelines.cli demo --events $(EVENTS)
 
-test: setup
+# The UI tests drive real headless Chromium (Debian's package); installed here when missing
+# and apt-get is usable (as root). Without it, set JSL_SKIP_BROWSER_TESTS=1 to skip them.
+browser:
+	@command -v chromium >/dev/null || command -v chromium-browser >/dev/null || \
+	 { [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null && \
+	   apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null; } || \
+	 echo "chromium is missing: apt-get install -y chromium, or set JSL_SKIP_BROWSER_TESTS=1"
+
+test: setup browser
 	$(PY) -m pytest $(PYTEST_ARGS)
 
 dev: setup

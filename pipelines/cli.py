@@ -17,6 +17,7 @@ import shutil
 import subprocess
 import sys
 
+from pipelines import demo as demo_module
 from pipelines.commands import artifacts as artifacts_command
 from pipelines.commands import generate as generate_command
 
@@ -54,8 +55,16 @@ def main(argv: list[str] | None = None) -> int:
     commands.add_parser("setup", help="check Java and fetch the Delta Lake jars")
     demo = commands.add_parser("demo", help="run the pipeline end to end on an embedded server")
     demo.add_argument("--events", type=int, default=1000, help="sample events to publish")
-    dev = commands.add_parser("dev", help="open the Dagster UI against an embedded server")
-    dev.add_argument("dagster_args", nargs=argparse.REMAINDER, help="passed to `dagster dev`")
+    demo.add_argument(
+        "--bad-share",
+        type=float,
+        default=demo_module.DEFAULT_BAD_SHARE,
+        help="share of deliberately bad events (quarantined by silver)",
+    )
+    commands.add_parser(
+        "dev",
+        help="open the Dagster UI against an embedded server (other options go to `dagster dev`)",
+    )
     generate = commands.add_parser(
         "generate", help="publish good and bad sample file events to FILE_EVENTS"
     )
@@ -64,7 +73,10 @@ def main(argv: list[str] | None = None) -> int:
         "artifacts", help="list or fetch run artifacts (reports, manifests) from the Object Store"
     )
     artifacts_command.add_arguments(artifacts)
-    args = parser.parse_args(argv)
+    # `jsl dev` passes what it does not know to `dagster dev` (e.g. `jsl dev -p 3001`).
+    args, unknown = parser.parse_known_args(argv)
+    if unknown and args.command != "dev":
+        parser.error(f"unrecognized arguments: {' '.join(unknown)}")
 
     if args.command == "setup":
         return setup()
@@ -72,13 +84,11 @@ def main(argv: list[str] | None = None) -> int:
         return generate_command.run(args)
     if args.command == "artifacts":
         return artifacts_command.run(args)
-    from pipelines import demo as demo_module
-
     if args.command == "demo":
         check_java()
-        return demo_module.run_demo(args.events)
+        return demo_module.run_demo(args.events, bad_share=args.bad_share)
     check_java()
-    return demo_module.run_dev(extra_args=args.dagster_args)
+    return demo_module.run_dev(extra_args=[a for a in unknown if a != "--"])
 
 
 if __name__ == "__main__":

@@ -3,7 +3,7 @@ resources together."""
 
 from __future__ import annotations
 
-from dagster import AssetSelection, Definitions, define_asset_job
+from dagster import AssetSelection, Definitions, define_asset_job, in_process_executor
 
 from assets.bronze import build_bronze_asset, build_stream_asset_spec
 from assets.downstream import file_trashed_events
@@ -90,6 +90,9 @@ defs = Definitions(
     ],
     schedules=[daily_gold_schedule, delta_maintenance_schedule],
     sensors=[*stream_sensors, replay_request_sensor],
+    # One process, so one Spark JVM, per run: the default multiprocess executor would start a
+    # JVM (and resolve the Delta jars) for every step, which costs more than it saves here.
+    executor=in_process_executor,
     resources={
         "jetstream": JetStreamResource(servers=settings.nats_url),
         "spark": SparkResource(),

@@ -1,8 +1,10 @@
 """The demo and `make dev`: an embedded nats-server, the topology, sample events, Dagster.
 
 `run_demo` does what the README's first command promises: start an embedded nats-server
-(unless `NATS_URL` is set), provision the topology, publish sample FileDeletedEvents,
-materialise every asset through the `dagster` CLI, print a summary, and stop the server.
+(unless `NATS_URL` is set), provision the topology, publish sample FileDeletedEvents (a few
+of them bad on purpose), materialise every asset through the `dagster` CLI, run the ingests
+and silver once more to land the FilePlacedInTrashEvents the first pass published, print a
+summary (tables, quarantine, quality checks, artifacts, consumers), and stop the server.
 """
 
 from __future__ import annotations
@@ -15,13 +17,18 @@ import sys
 from collections.abc import Iterator
 from pathlib import Path
 
-from pipelines.file_trash.events import FILE_DELETED_SUBJECT, generate_file_deleted_events
-from pipelines.file_trash.topology import BRONZE_FILE_EVENTS, FILE_TRASH_TOPOLOGY
+from pipelines.file_trash.events import FILE_DELETED_SUBJECT
+from pipelines.file_trash.generator import generate_event_mix, publish_events, summarize
+from pipelines.file_trash.topology import FILE_TRASH_TOPOLOGY, INGESTS
 from pipelines.settings import PROJECT_DIR, Settings
 from resources.jetstream import EmbeddedNatsServer, JetStreamClient, JetStreamResource, reconcile
-from resources.jetstream.messages import MSG_ID_HEADER
 
 DEFINITIONS_MODULE = "pipelines.definitions"
+DEFAULT_BAD_SHARE = 0.05
+# The second pass: the ingests and silver, which take in what the first pass published.
+SECOND_PASS = (
+    "bronze/file_events,audit/audit_log,silver/file_deleted,silver/file_trashed,silver/quarantine"
+)
 
 
 def say(message: str) -> None:
@@ -49,22 +56,22 @@ def provision(js: JetStreamClient) -> None:
         say(f"  {change}")
 
 
-def publish_sample(js: JetStreamClient, count: int) -> None:
-    """Publishes `count` fresh FileDeletedEvents (with msg-ids), reporting progress."""
-    events = generate_file_deleted_events(count, now=dt.datetime.now(dt.UTC))
+def publish_sample(js: JetStreamClient, count: int, bad_share: float = 0.0) -> None:
+    """Publishes `count` fresh FileDeletedEvents (with msg-ids), `bad_share` of them bad."""
+    events = generate_event_mix(count, bad_share=bad_share, now=dt.datetime.now(dt.UTC))
+    kinds = ", ".join(f"{n} {kind}" for kind, n in summarize(events).items() if n)
+    say(f"  {kinds}")
     step = max(count // 4, 1)
-    published = 0
-    batch: list[tuple[str, bytes, dict[str, str]]] = []
-    for event in events:
-        batch.append((FILE_DELETED_SUBJECT, event.to_json(), {MSG_ID_HEADER: event.eventId}))
-        if len(batch) == step:
-            acks = js.publish_batch(batch)
-            published += len(batch)
-            batch.clear()
-            say(f"  published {published}/{count} (last seq {acks[-1].seq})")
-    if batch:
-        acks = js.publish_batch(batch)
-        say(f"  published {count}/{count} (last seq {acks[-1].seq})")
+    reported = 0
+
+    def progress(sent: int) -> None:
+        nonlocal reported
+        if sent - reported >= step or sent == count:
+            reported = sent
+            say(f"  published {sent}/{count}")
+
+    summary = publish_events(js, events, on_progress=progress)
+    say(f"  stream seq {summary.first_seq}-{summary.last_seq}")
 
 
 # The local Dagster instance (written once; edit it freely afterwards). The run queue runs
@@ -114,48 +121,80 @@ def dagster_command(*args: str) -> list[str]:
     return [str(Path(sys.executable).parent / "dagster"), *args]
 
 
-def materialize_all(settings: Settings, nats_url: str) -> None:
-    """Materialises every asset of the code location through the dagster CLI."""
-    command = dagster_command("asset", "materialize", "-m", DEFINITIONS_MODULE, "--select", "*")
+def materialize(settings: Settings, nats_url: str, selection: str = "*") -> None:
+    """Materialises the selected assets of the code location through the dagster CLI."""
+    command = dagster_command(
+        "asset", "materialize", "-m", DEFINITIONS_MODULE, "--select", selection
+    )
     say(f"running: {' '.join(command[1:])}")
     subprocess.run(command, env=dagster_env(settings, nats_url), cwd=PROJECT_DIR, check=True)
 
 
-def summarize(settings: Settings, js: JetStreamClient) -> bool:
-    """Prints rows per table and the consumer's position; True if the consumer caught up."""
-    from dagster import AssetKey, DagsterInstance
+def summarize_run(settings: Settings, js: JetStreamClient) -> bool:
+    """Prints tables, quarantine, checks, artifacts and consumers; True if all caught up."""
+    from dagster import DagsterInstance
 
     from pipelines.definitions import defs
 
     instance = DagsterInstance.from_config(str(settings.dagster_home))
-    say("summary")
-    for key in defs.resolve_all_asset_keys():
+    say("summary (latest materialisation of each asset)")
+    for key in sorted(defs.resolve_all_asset_keys(), key=lambda k: k.path):
         if key.path[0] == "jetstream":
             continue
-        event = instance.get_latest_materialization_event(AssetKey(key.path))
-        if event is None or event.asset_materialization is None:
-            say(f"  {key.to_user_string():<28} not materialised")
+        event = instance.get_latest_materialization_event(key)
+        meta = event.asset_materialization.metadata if event and event.asset_materialization else {}
+        if not meta:
+            say(f"  {key.to_user_string():<32} not materialised")
             continue
-        meta = event.asset_materialization.metadata
-        rows = meta.get("dagster/row_count")
-        path = meta.get("table_path")
-        say(
-            f"  {key.to_user_string():<28} {rows.value if rows else '?':>8} rows"
-            f"   {path.value if path else ''}"
-        )
-    stream = js.streams.info(BRONZE_FILE_EVENTS.stream)
-    consumer = js.consumers.info(BRONZE_FILE_EVENTS.stream, BRONZE_FILE_EVENTS.durable)
-    caught_up = consumer.ack_floor_stream_seq == stream.last_seq
-    say(
-        f"  stream {stream.name}: {stream.messages} messages, last seq {stream.last_seq}; "
-        f"consumer {consumer.name!r}: ack floor {consumer.ack_floor_stream_seq}, "
-        f"pending {consumer.num_pending}" + ("" if caught_up else "  <-- NOT CAUGHT UP")
+        say(f"  {key.to_user_string():<32} {describe(meta)}")
+    checks = list(defs.resolve_asset_graph().asset_check_keys)
+    latest = instance.event_log_storage.get_latest_asset_check_execution_by_key(checks)
+    failed = sorted(
+        key.name
+        for key, record in latest.items()
+        if record.evaluation and not record.evaluation.passed
     )
+    say(f"  quality checks: {len(latest)} evaluated, failed: {', '.join(failed) or 'none'}")
+    caught_up = True
+    for ingest in INGESTS:
+        stream = js.streams.info(ingest.stream)
+        consumer = js.consumers.info(ingest.stream, ingest.durable)
+        behind = consumer.num_pending
+        caught_up &= behind == 0
+        say(
+            f"  consumer {consumer.name!r} on {stream.name} (last seq {stream.last_seq}): "
+            f"ack floor {consumer.ack_floor_stream_seq}, pending {behind}"
+            + ("" if behind == 0 else "  <-- NOT CAUGHT UP")
+        )
     say(f"  Dagster runs are in {settings.dagster_home} (`make dev` shows them)")
+    say("  artifacts: `jsl artifacts list --embedded` (validation reports, run manifests)")
     return caught_up
 
 
-def run_demo(events: int, settings: Settings | None = None) -> int:
+def describe(meta: dict) -> str:
+    """One line from an asset's materialisation metadata: rows, quarantine, events, path."""
+    parts = []
+    for name, label in (
+        ("dagster/row_count", "rows"),
+        ("rows_written", "written this run"),
+        ("published", "published"),
+        ("duplicates", "duplicates"),
+    ):
+        if name in meta:
+            parts.append(f"{meta[name].value} {label}")
+    by_rule = sorted(
+        (name.removeprefix("quarantined_"), value.value)
+        for name, value in meta.items()
+        if name.startswith("quarantined_")
+    )
+    if by_rule:
+        parts.append("by rule: " + ", ".join(f"{rule} {rows}" for rule, rows in by_rule))
+    return ", ".join(parts)
+
+
+def run_demo(
+    events: int, settings: Settings | None = None, bad_share: float = DEFAULT_BAD_SHARE
+) -> int:
     """Runs the whole demo; returns the process exit code."""
     settings = settings or Settings.from_env()
     settings.data_dir.mkdir(parents=True, exist_ok=True)
@@ -164,14 +203,17 @@ def run_demo(events: int, settings: Settings | None = None) -> int:
             say("provisioning the topology")
             provision(js)
             say(f"publishing {events} FileDeletedEvents on {FILE_DELETED_SUBJECT!r}")
-            publish_sample(js, events)
+            publish_sample(js, events, bad_share)
         try:
-            materialize_all(settings, url)
+            say("pass 1: every asset (ingests, silver + checks, gold, downstream events)")
+            materialize(settings, url)
+            say("pass 2: the ingests and silver take in the FilePlacedInTrashEvents of pass 1")
+            materialize(settings, url, SECOND_PASS)
         except subprocess.CalledProcessError as error:
             say(f"dagster exited with {error.returncode}; see its output above")
             return error.returncode or 1
         with JetStreamResource(servers=url).client() as js:
-            caught_up = summarize(settings, js)
+            caught_up = summarize_run(settings, js)
     return 0 if caught_up else 1
 
 

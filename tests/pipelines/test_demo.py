@@ -25,7 +25,9 @@ def run_demo(data_dir: Path, events: int) -> subprocess.CompletedProcess:
     )
 
 
-def test_demo_twice_lands_every_event_and_leaves_the_consumer_caught_up(tmp_path, spark):
+def test_demo_twice_lands_every_event_and_leaves_the_consumers_caught_up(tmp_path, spark):
+    # 120 then 80 events, 5% of them bad (6 + 4): 190 good ones, each of which makes silver
+    # publish a FilePlacedInTrashEvent that the demo's second pass lands too.
     first = run_demo(tmp_path, 120)
     assert first.returncode == 0, first.stdout[-3000:] + first.stderr[-3000:]
     second = run_demo(tmp_path, 80)
@@ -36,7 +38,16 @@ def test_demo_twice_lands_every_event_and_leaves_the_consumer_caught_up(tmp_path
     table_path = tmp_path / "lakehouse" / "bronze" / "file_events"
     assert (table_path / "_delta_log").is_dir()
     rows = DeltaTable.forPath(spark, str(table_path)).toDF().select("seq").collect()
-    assert sorted(r.seq for r in rows) == list(range(1, 201))
+    assert sorted(r.seq for r in rows) == list(range(1, 200 + 190 + 1))
+    lakehouse = tmp_path / "lakehouse"
+    for table, rows in (
+        ("silver/file_deleted", 190),
+        ("silver/file_trashed", 190),
+        ("silver/quarantine", 10),
+        ("audit/audit_log", 390),
+    ):
+        assert DeltaTable.forPath(spark, str(lakehouse / table)).toDF().count() == rows, table
+    assert "quality checks: 24 evaluated, failed: none" in second.stdout
 
     # The embedded server is stopped; restart one on the demo's store to check the consumer.
     with (
@@ -45,4 +56,4 @@ def test_demo_twice_lands_every_event_and_leaves_the_consumer_caught_up(tmp_path
     ):
         consumer = js.consumers.info("FILE_EVENTS", "lakehouse-bronze")
         assert consumer.ack_floor_stream_seq == js.streams.info("FILE_EVENTS").last_seq
-        assert consumer.ack_floor_stream_seq == 200
+        assert consumer.ack_floor_stream_seq == 390

@@ -210,6 +210,11 @@ class Webserver:
                 lines.append(f"{event['__typename']} {event['level']}: {event.get('message')}")
             if event.get("error"):
                 lines.append(event["error"]["message"] + "".join(event["error"]["stack"] or []))
+        if any("marked as failed from outside" in line for line in lines):
+            lines.append(
+                "(the run's worker process died before it could report: look for its last "
+                "words, e.g. a sys.exit at import, in the log below)"
+            )
         return (
             f"run {run_id}'s event log says:\n"
             + ("\n".join(lines) or str(logs))

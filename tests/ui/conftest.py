@@ -21,6 +21,7 @@ import signal
 import socket
 import subprocess
 import sys
+import time
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -62,17 +63,43 @@ def kill_process_group(pgid: int) -> None:
         os.killpg(pgid, signal.SIGKILL)
 
 
+def processes_in_group(pgid: int) -> list[str]:
+    """`pid command` of each live process in a process group (read from /proc)."""
+    found = []
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        with contextlib.suppress(OSError, IndexError, ValueError):
+            fields = stat.read_text().rsplit(")", 1)[1].split()
+            if fields[0] != "Z" and int(fields[2]) == pgid:
+                cmdline = (stat.parent / "cmdline").read_bytes().replace(b"\0", b" ")
+                found.append(f"{stat.parent.name} {cmdline.decode(errors='replace')[:160]}")
+    return found
+
+
+def interrupt_process_group(process: subprocess.Popen, grace: float = 60.0) -> list[str]:
+    """Sends SIGINT to a process group, as Ctrl-C in a terminal does, and waits for it.
+
+    Returns:
+        The processes of the group still alive after `grace` seconds (empty when all
+        of them shut down on the interrupt).
+    """
+    deadline = time.monotonic() + grace
+    with contextlib.suppress(ProcessLookupError):
+        os.killpg(process.pid, signal.SIGINT)
+    with contextlib.suppress(subprocess.TimeoutExpired):
+        process.wait(timeout=grace)
+    while (left := processes_in_group(process.pid)) and time.monotonic() < deadline:
+        time.sleep(0.5)
+    return left
+
+
 def stop_process_group(process: subprocess.Popen, grace: float = 30.0) -> None:
     """Stops a process started with `start_new_session=True` and everything it started.
 
-    SIGINT first, as Ctrl-C in a terminal would (Dagster's processes shut their children
-    down on it), then SIGKILL for whatever is left in the group (code server, runs, JVMs).
+    SIGINT first (Dagster's processes shut their children down on it), then SIGKILL for
+    whatever is left in the group (code server, runs, JVMs).
     """
     if process.poll() is None:
-        with contextlib.suppress(ProcessLookupError):
-            os.killpg(process.pid, signal.SIGINT)
-        with contextlib.suppress(subprocess.TimeoutExpired):
-            process.wait(timeout=grace)
+        interrupt_process_group(process, grace)
     kill_process_group(process.pid)
     with contextlib.suppress(subprocess.TimeoutExpired):
         process.wait(timeout=10)

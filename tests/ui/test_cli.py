@@ -25,6 +25,7 @@ from tests.ui.conftest import (
     WEBSERVER_START_TIMEOUT,
     CodeLocationEnv,
     free_port,
+    interrupt_process_group,
     stop_process_group,
     subprocess_env,
 )
@@ -226,6 +227,7 @@ def test_make_dev_serves_the_ui_whose_daemon_runs_a_launched_ingest(tmp_path):
             start_new_session=True,
         )
     server = Webserver(f"http://127.0.0.1:{port}", log_path=log_path, process=process)
+    left_after_ctrl_c: list[str] = []
     try:
         server.wait_until_loaded(WEBSERVER_START_TIMEOUT)
         nats_url = re.search(r"started embedded nats-server at (\S+)", server.log_tail(10**6))
@@ -244,10 +246,12 @@ def test_make_dev_serves_the_ui_whose_daemon_runs_a_launched_ingest(tmp_path):
             run_id
         )
         assert dev_env.consumer_ack_floor() == last_seq
+        left_after_ctrl_c = interrupt_process_group(process)
     finally:
         server.close()
         stop_process_group(process)
 
+    assert not left_after_ctrl_c, f"still running a minute after Ctrl-C: {left_after_ctrl_c}"
     [(run_id_in_home, metadata)] = bronze_materializations(dev_env)
     assert run_id_in_home == run_id
     assert metadata["messages"] == last_seq
