@@ -102,8 +102,9 @@ MIME_TYPE_WELL_FORMED = Rule(
 )
 DELETED_AT_NOT_IN_FUTURE = Rule(
     "deleted_at_not_in_future",
-    "deletedAt is not later than the time of processing plus "
-    f"{int(CLOCK_SKEW.total_seconds() // 60)} minutes of allowed clock skew.",
+    "deletedAt is not later than the time the stream stored the event plus "
+    f"{int(CLOCK_SKEW.total_seconds() // 60)} minutes of allowed clock skew (a file cannot be "
+    "deleted after the event saying so was published).",
     (FILE_DELETED_EVENT,),
 )
 USER_ID_FORMAT = Rule(
@@ -159,10 +160,19 @@ def _quoted(column: Column) -> Column:
     return F.concat(F.lit("'"), column, F.lit("'"))
 
 
+def plus(timestamp: Column, delta: dt.timedelta) -> Column:
+    """`timestamp + delta`, exact to the microsecond and independent of the session time zone."""
+    return F.timestamp_micros(
+        F.unix_micros(timestamp) + F.lit(delta // dt.timedelta(microseconds=1))
+    )
+
+
 def _checks(now: dt.datetime) -> dict[str, tuple[Column, Column]]:
     """Per rule name: (broken, detail), both evaluated on a checked frame."""
     _check_now(now)
-    latest = F.lit(now + CLOCK_SKEW)
+    # The reference is the row's own publish time (never later than `now`), not the clock
+    # of processing: so a row is judged the same however late, or how often, it is processed.
+    latest = plus(F.least(F.col("published"), F.lit(now)), CLOCK_SKEW)
     event_type, event_id = F.col("event_type"), F.col("event_id")
     size, mime, user = F.col("file_size"), F.col("mime_type"), F.col("user_id")
     deleted_at, first = F.col("deleted_at"), F.col(DUPLICATE_OF)
@@ -215,7 +225,7 @@ def _checks(now: dt.datetime) -> dict[str, tuple[Column, Column]]:
             F.concat(
                 F.lit("deletedAt "),
                 _iso(deleted_at),
-                F.lit(" is later than now + clock skew ("),
+                F.lit(" is later than its publish time + clock skew ("),
                 _iso(latest),
                 F.lit(")"),
             ),

@@ -299,13 +299,6 @@ def mark_duplicates(checked: DataFrame, existing: DataFrame | None) -> DataFrame
     return frame.drop("_eligible")
 
 
-def _plus(timestamp: Column, delta: dt.timedelta) -> Column:
-    """`timestamp + delta`, exact to the microsecond and independent of the session time zone."""
-    return F.timestamp_micros(
-        F.unix_micros(timestamp) + F.lit(delta // dt.timedelta(microseconds=1))
-    )
-
-
 def route_bronze(
     bronze: DataFrame,
     *,
@@ -354,7 +347,9 @@ def route_bronze(
     is_deleted = F.col("event_type") == FILE_DELETED_EVENT
     checked = checked.withColumn(
         "expires_at",
-        F.when(is_deleted, _plus(F.col("deleted_at"), retention)).otherwise(F.col("expires_at")),
+        F.when(is_deleted, rules.plus(F.col("deleted_at"), retention)).otherwise(
+            F.col("expires_at")
+        ),
     )
     valid = F.size("failed_rules") == 0
     outputs, candidates = {}, {}

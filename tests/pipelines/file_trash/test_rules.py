@@ -128,8 +128,8 @@ CASES = {
     "deletedAt in the future": (
         deleted_event("e-future", deletedAt=LATE),
         ["deleted_at_not_in_future"],
-        "deleted_at_not_in_future: deletedAt 2026-11-21T12:05:00.001Z is later than now + "
-        "clock skew (2026-11-21T12:05:00.000Z)",
+        "deleted_at_not_in_future: deletedAt 2026-11-21T12:05:00.001Z is later than its publish "
+        "time + clock skew (2026-11-21T12:05:00.000Z)",
     ),
     "two-digit userId": (
         deleted_event("e-user", userId="user-01"),
@@ -230,3 +230,17 @@ def test_violations_are_keyed_like_the_rules_and_need_an_aware_clock(spark):
     assert list(rules.violations(now=NOW)) == [rule.name for rule in RULES]
     with pytest.raises(ValueError, match="now must be timezone-aware"):
         rules.failed_rules(now=dt.datetime(2026, 11, 21, 12))
+
+
+def test_a_future_deleted_at_is_judged_against_the_publish_time_however_late_it_is_processed(
+    spark,
+):
+    # Published at NOW with a deletedAt 1 hour later: in the future when it was published,
+    # still quarantined when silver processes it a day later, and the same on a re-run.
+    frame = bronze(spark, [deleted_event("e-late", deletedAt="2026-11-21T13:00:00.000Z")])
+    for now in (NOW, NOW + dt.timedelta(days=1)):
+        batch = route(frame, now=now)
+        assert batch.file_deleted.count() == 0
+        assert [r.failed_rules for r in batch.quarantine.collect()] == [
+            ["deleted_at_not_in_future"]
+        ]

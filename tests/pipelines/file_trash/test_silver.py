@@ -18,7 +18,7 @@ from pipelines.ingest.bronze import BRONZE_SCHEMA
 
 NOW = dt.datetime(2026, 11, 21, 12, 0, tzinfo=dt.UTC)
 DELETED_AT = dt.datetime(2026, 11, 21, 10, 0, tzinfo=dt.UTC)
-PUBLISHED = dt.datetime(2026, 11, 21, 10, 0, 1, tzinfo=dt.UTC)
+PUBLISHED = NOW  # the stream stored each event at the time of processing
 STREAM = "FILE_EVENTS"
 SOURCE = "bronze/file_events"
 MISSING = object()
