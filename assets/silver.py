@@ -31,6 +31,7 @@ from pipelines.file_trash.silver_stage import FILE_DELETED, FILE_TRASHED, Silver
 from pipelines.file_trash.topology import ARTIFACTS, BRONZE_FILE_EVENTS, CHECKPOINTS
 from pipelines.watermarks import WatermarkStore
 from resources.jetstream import JetStreamResource
+from resources.jetstream.errors import JetStreamError
 from resources.lakehouse import LakehouseResource
 from resources.quality import CheckOutcome, DataQualityResource
 from resources.spark import SparkResource
@@ -148,7 +149,12 @@ def silver_file_events(
         f"{result.file_deleted.inserted} file_deleted, {result.file_trashed.inserted} "
         f"file_trashed, {result.quarantine.inserted} quarantined {result.quarantined_by_rule}"
     )
-    stored = store_artifacts(client, context.run.run_id, result, paths, session)
+    try:
+        stored = store_artifacts(client, context.run.run_id, result, paths, session)
+    except JetStreamError as error:
+        # The tables and the watermark have moved: report the batch and its checks anyway.
+        context.log.warning(f"artifacts of this run were not stored: {error}")
+        stored = ()
     shared = {
         "bronze_range": MetadataValue.text(f"{result.bronze_start}-{result.bronze_end}"),
         "bronze_version": MetadataValue.int(result.bronze_version or 0),
@@ -171,9 +177,7 @@ def silver_file_events(
         }
         if merge.version is not None:
             metadata["delta_version"] = MetadataValue.int(merge.version)
-            metadata["dagster/row_count"] = MetadataValue.int(
-                session.read.format("delta").load(path).count()
-            )
+            metadata["dagster/row_count"] = MetadataValue.int(row_count(session, path))
         if key == QUARANTINE_KEY:
             metadata["quarantined"] = MetadataValue.int(merge.inserted)
             for rule, rows in sorted(result.quarantined_by_rule.items()):
@@ -186,16 +190,19 @@ def silver_file_events(
                 yield check_result(CHECKED_ASSETS[event_type], outcome)
 
 
+def row_count(session, path: str) -> int:
+    """Rows in the Delta table at `path`."""
+    return session.read.format("delta").load(path).count()
+
+
 def store_artifacts(client, run_id: str, result: silver_stage.SilverResult, paths, session):
     """Stores the validation results, an HTML report and the run manifest; returns them."""
-    from pipelines.delta_tables import table_version
-
     files = {}
     for event_type, report in result.reports.items():
         files[f"validation-{event_type}.json"] = (report.result_json, "application/json")
         files[f"report-{event_type}.html"] = (report.to_html().encode(), "text/html")
     states = tuple(
-        TableState(table, path, table_version(session, path), None, merge.inserted)
+        TableState(table, path, merge.version, row_count(session, path), merge.inserted)
         for table, path, merge in (
             (tables.SILVER_FILE_DELETED, paths.file_deleted, result.file_deleted),
             (tables.SILVER_FILE_TRASHED, paths.file_trashed, result.file_trashed),
@@ -209,8 +216,8 @@ def store_artifacts(client, run_id: str, result: silver_stage.SilverResult, path
         ranges={paths.bronze_table: (result.bronze_start, result.bronze_end)},
         tables=states,
         checks={
-            outcome.name: outcome.success
-            for report in result.reports.values()
+            f"{CHECKED_ASSETS[event_type].to_user_string()}:{outcome.name}": outcome.success
+            for event_type, report in result.reports.items()
             for outcome in report.outcomes
         },
         artifacts=(),

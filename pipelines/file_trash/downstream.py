@@ -2,12 +2,13 @@
 
 The publisher reads the `silver/file_deleted` rows after its watermark (the highest silver
 row, by bronze sequence, it has published for) in sequence order, publishes one event per
-row and then moves the watermark (KV compare-and-set).
+row in batches, and moves the watermark (KV compare-and-set) after each acknowledged batch.
 
-No duplicates on a re-run: each event's msg-id is derived from its source event
-(`trashed-<eventId>`), so a repeat inside the stream's duplicate window is dropped by the
-server (the acknowledgement says `duplicate`), and its eventId is a uuid5 of the source's,
-so a repeat after the window is caught by silver's eventId uniqueness rule.
+No duplicates on a re-run: a crash repeats at most the batch in flight, whose events carry
+a msg-id derived from their source (`trashed-<eventId>`), so the stream drops the repeat
+inside its duplicate window (the acknowledgement says `duplicate`). A repeat after the window
+(a batch retried minutes later) is stored again; its eventId is a uuid5 of the source's, so
+silver's eventId uniqueness rule keeps it out of `silver/file_trashed`.
 """
 
 from __future__ import annotations
@@ -120,14 +121,12 @@ def publish_trashed(
                 last_seq = ack.seq
         silver_start = chunk[0]["seq"] if silver_start is None else silver_start
         silver_end = chunk[-1]["seq"]
+        watermark = watermarks.save(
+            watermark.advanced(silver_end, run_id=run_id, now=now, silver_version=version)
+        )
         sent += len(chunk)
         if progress:
             progress(sent)
-    if silver_end is None:
-        return PublishResult(0, 0, None, None, None, None, watermark)
-    saved = watermarks.save(
-        watermark.advanced(silver_end, run_id=run_id, now=now, silver_version=version)
-    )
     return PublishResult(
-        published, duplicates, silver_start, silver_end, first_seq, last_seq, saved
+        published, duplicates, silver_start, silver_end, first_seq, last_seq, watermark
     )

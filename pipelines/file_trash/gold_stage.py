@@ -2,7 +2,8 @@
 
 - `gold/daily_trash_by_user`: files and bytes trashed per UTC day and user;
 - `gold/daily_trash_by_mime_type`: the same per mime type;
-- `gold/expiring_files`: files whose trash retention ends within the next `expiring_within`.
+- `gold/expiring_files`: files whose trash retention ends within `expiring_within` of the
+  start of the current UTC day.
 
 Gold is small and derived, so each run recomputes it from silver (the transforms are the
 pure functions of `gold.py`). Each overwrite records in its Delta commit the silver version
@@ -69,7 +70,8 @@ def run_gold(
     Args:
         spark: the session.
         paths: silver/file_deleted and the gold tables.
-        now: the clock; `expiring_files` is relative to it, so it is recomputed each new day.
+        now: the clock; `expiring_files` is computed as of the start of its UTC day (so the
+            table is a function of silver and the day, recomputed once per new day).
         expiring_within: the horizon of `expiring_files`.
 
     Returns:
@@ -84,13 +86,14 @@ def run_gold(
             .option("versionAsOf", silver_version)
             .load(paths.file_deleted)
         )
+    day = now.astimezone(dt.UTC).replace(hour=0, minute=0, second=0, microsecond=0)
     inputs = {
         "silver_version": silver_version,
-        "as_of_day": now.astimezone(dt.UTC).date().isoformat(),
+        "as_of_day": day.date().isoformat(),
         "expiring_within_seconds": int(expiring_within.total_seconds()),
     }
     results = {}
-    for name, (path, transform) in _tables(paths, now, expiring_within).items():
+    for name, (path, transform) in _tables(paths, day, expiring_within).items():
         written = last_commit_metadata(spark, path) != inputs
         if written:
             overwrite_tagged(transform(source), path, inputs)

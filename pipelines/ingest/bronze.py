@@ -34,6 +34,7 @@ from pyspark.sql.types import (
     TimestampType,
 )
 
+from pipelines.delta_tables import table_version
 from resources.jetstream import JsMessage
 
 PARTITION_COLUMNS = ("published_date",)
@@ -123,15 +124,6 @@ class BronzeColumns:
         return pa.RecordBatch.from_arrays(
             [columns[f.name] for f in BRONZE_ARROW_SCHEMA], schema=BRONZE_ARROW_SCHEMA
         )
-
-
-def table_version(spark: SparkSession, table_path: str) -> int | None:
-    """The Delta table's current version, or None if there is no table yet."""
-    from delta.tables import DeltaTable
-
-    if not DeltaTable.isDeltaTable(spark, table_path):
-        return None
-    return DeltaTable.forPath(spark, table_path).history(1).collect()[0]["version"]
 
 
 def max_landed_seq(spark: SparkSession, table_path: str, stream: str) -> int:

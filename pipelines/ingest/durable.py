@@ -23,8 +23,8 @@ import pyarrow as pa
 from delta.tables import DeltaTable
 from pyspark.sql import SparkSession
 
+from pipelines.delta_tables import table_version as delta_version
 from pipelines.ingest.bronze import BRONZE_SCHEMA, PARTITION_COLUMNS, BronzeColumns
-from pipelines.ingest.bronze import table_version as delta_version
 from pipelines.ingest.checkpoint import Checkpoint, CheckpointStore
 from pipelines.ingest.engine import Hook, IngestResult, ensure_consumer, take_lease
 from pipelines.ingest.lease import Clock, utc_now

@@ -26,11 +26,11 @@ from dataclasses import dataclass
 
 from pyspark.sql import SparkSession
 
+from pipelines.delta_tables import table_version
 from pipelines.ingest.bronze import (
     CommitOutcome,
     commit_idempotently,
     max_landed_seq,
-    table_version,
 )
 from pipelines.ingest.checkpoint import Checkpoint, CheckpointStore, SeqRange
 from pipelines.ingest.errors import DataLossError

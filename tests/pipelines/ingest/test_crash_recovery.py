@@ -20,7 +20,8 @@ from pyspark.errors import PySparkException
 from pyspark.sql import functions as F
 
 import pipelines.ingest.engine as engine
-from pipelines.ingest.bronze import commit_idempotently, table_version
+from pipelines.delta_tables import table_version
+from pipelines.ingest.bronze import commit_idempotently
 from pipelines.ingest.engine import STEPS
 from tests.pipelines.ingest.harness import (
     InjectedCrash,
