@@ -27,7 +27,14 @@ from pathlib import Path
 import pytest
 
 from pipelines.file_trash.events import FILE_DELETED_SUBJECT, generate_file_deleted_events
-from pipelines.file_trash.topology import FILE_TRASH_TOPOLOGY
+from pipelines.file_trash.topology import (
+    ARTIFACTS,
+    BRONZE_FILE_EVENTS,
+    CHECKPOINTS,
+    FILE_TRASH_TOPOLOGY,
+    INGESTS,
+    REPLAY_REQUESTS,
+)
 from pipelines.ingest.engine import ensure_consumer, run_ingest
 from pipelines.ingest.spec import IngestSpec
 from resources.jetstream import (
@@ -333,13 +340,29 @@ def wait_for_violation(secured: Secured, subject: str, within: float = 2.0) -> l
 
 
 def file_trash_permissions(**options: bool) -> Permissions:
+    """The bronze ingest's permissions (the lists docs/jetstream.md shows)."""
     return pipeline_permissions(
+        consumers=(BRONZE_FILE_EVENTS.consumer_spec(),),
+        kv_buckets=(CHECKPOINTS,),
+        object_buckets=(ARTIFACTS,),
+        publish_subjects=("files.trashed",),
+        **options,
+    )
+
+
+def test_the_whole_topology_reaches_every_ingest_and_bucket_and_deletes_no_durable():
+    perms = pipeline_permissions(
         consumers=FILE_TRASH_TOPOLOGY.consumers,
         kv_buckets=FILE_TRASH_TOPOLOGY.kv_buckets,
         object_buckets=FILE_TRASH_TOPOLOGY.object_buckets,
         publish_subjects=("files.trashed",),
-        **options,
     )
+
+    for ingest in INGESTS:
+        assert f"$JS.API.CONSUMER.RESET.FILE_EVENTS.{ingest.durable}" in perms.publish
+        assert f"$JS.API.CONSUMER.DELETE.FILE_EVENTS.{ingest.durable}" in perms.publish_deny
+    assert f"$KV.{REPLAY_REQUESTS.bucket}.>" in perms.publish
+    assert "files.trashed" in perms.publish
 
 
 def test_permissions_never_allow_changing_a_stream():
