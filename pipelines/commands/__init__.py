@@ -1,1 +1,41 @@
-"""Subcommands of the `jsl` CLI, one module each."""
+"""Subcommands of the `jsl` CLI, one module each, and what they share."""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+from collections.abc import Iterator
+
+from pipelines.settings import Settings
+from resources.jetstream import EmbeddedNatsServer
+
+
+@contextlib.contextmanager
+def server_url(args: argparse.Namespace, *, create_store: bool) -> Iterator[str]:
+    """The NATS URL a subcommand talks to: `--nats-url`, `$NATS_URL`, or with `--embedded`, an
+    embedded nats-server on the demo's store (`$LAKEHOUSE_DATA_DIR/nats`) for the command's
+    duration.
+
+    Args:
+        args: the parsed arguments (`nats_url`, `embedded`).
+        create_store: create the demo's store if it is missing (False: a missing store is an
+            error, for commands that only read what the demo left).
+
+    Raises:
+        ValueError: both --nats-url and --embedded, or no demo store to read.
+    """
+    settings = Settings.from_env()
+    if not args.embedded:
+        yield args.nats_url or settings.nats_url
+        return
+    if args.nats_url:
+        raise ValueError("give either --nats-url or --embedded, not both")
+    if create_store:
+        settings.nats_store_dir.mkdir(parents=True, exist_ok=True)
+    elif not settings.nats_store_dir.is_dir():
+        raise ValueError(
+            f"no demo store at {str(settings.nats_store_dir)!r}; run `make demo` first, or set "
+            "LAKEHOUSE_DATA_DIR"
+        )
+    with EmbeddedNatsServer(store_dir=settings.nats_store_dir) as server:
+        yield server.url

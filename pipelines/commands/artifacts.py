@@ -16,12 +16,11 @@ import contextlib
 import os
 import sys
 import tempfile
-from collections.abc import Iterator
 from pathlib import Path
 
 from pipelines.artifacts import ARTIFACTS_BUCKET, ArtifactStore, StoredArtifact, run_prefix
-from pipelines.settings import Settings
-from resources.jetstream import EmbeddedNatsServer, JetStreamResource
+from pipelines.commands import server_url
+from resources.jetstream import JetStreamResource
 from resources.jetstream.errors import JetStreamError
 
 PROG = "jsl artifacts"
@@ -75,7 +74,7 @@ def run(args: argparse.Namespace) -> int:
             prefix = run_prefix(args.run_id) if args.run_id else args.prefix
         elif args.output not in (None, "-"):
             _check_output(Path(args.output))
-        with _server_url(args) as url:
+        with server_url(args, create_store=False) as url:
             resource = JetStreamResource(
                 servers=url, connect_timeout=args.timeout, request_timeout=args.timeout
             )
@@ -86,23 +85,6 @@ def run(args: argparse.Namespace) -> int:
         message = " ".join(str(error).split())
         print(f"{PROG}: error: {message}", file=sys.stderr)
         return 1
-
-
-@contextlib.contextmanager
-def _server_url(args: argparse.Namespace) -> Iterator[str]:
-    settings = Settings.from_env()
-    if not args.embedded:
-        yield args.nats_url or settings.nats_url
-        return
-    if args.nats_url:
-        raise ValueError("give either --nats-url or --embedded, not both")
-    if not settings.nats_store_dir.is_dir():
-        raise ValueError(
-            f"no demo store at {str(settings.nats_store_dir)!r}; run `make demo` first, or set "
-            "LAKEHOUSE_DATA_DIR"
-        )
-    with EmbeddedNatsServer(store_dir=settings.nats_store_dir) as server:
-        yield server.url
 
 
 def _list(store: ArtifactStore, prefix: str) -> int:

@@ -16,13 +16,12 @@ duplicate window (2 minutes) the server drops them all and the summary counts du
 from __future__ import annotations
 
 import argparse
-import contextlib
 import datetime as dt
 import sys
-from collections.abc import Iterator
 
 from tqdm import tqdm
 
+from pipelines.commands import server_url
 from pipelines.file_trash.events import FILE_DELETED_SUBJECT
 from pipelines.file_trash.generator import (
     PublishSummary,
@@ -33,8 +32,7 @@ from pipelines.file_trash.generator import (
     summarize,
 )
 from pipelines.file_trash.topology import FILE_EVENTS, FILE_TRASH_TOPOLOGY
-from pipelines.settings import Settings
-from resources.jetstream import EmbeddedNatsServer, JetStreamResource, reconcile
+from resources.jetstream import JetStreamResource, reconcile
 from resources.jetstream.errors import JetStreamError
 
 PROG = "jsl generate"
@@ -98,7 +96,7 @@ def run(args: argparse.Namespace) -> int:
         events = generate_event_mix(
             args.count, bad_share=args.bad_share, now=dt.datetime.now(dt.UTC), seed=args.seed
         )
-        with _server_url(args) as url:
+        with server_url(args, create_store=True) as url:
             resource = JetStreamResource(
                 servers=url, connect_timeout=args.timeout, request_timeout=args.timeout
             )
@@ -136,16 +134,3 @@ def summary_line(summary: PublishSummary, kinds: dict[str, int]) -> str:
         f"{PROG}: published {summary.published} to {FILE_EVENTS.name} ({FILE_DELETED_SUBJECT}), "
         f"{summary.duplicates} duplicates; {where}; kinds: {mix or 'none'}"
     )
-
-
-@contextlib.contextmanager
-def _server_url(args: argparse.Namespace) -> Iterator[str]:
-    settings = Settings.from_env()
-    if not args.embedded:
-        yield args.nats_url or settings.nats_url
-        return
-    if args.nats_url:
-        raise ValueError("give either --nats-url or --embedded, not both")
-    settings.nats_store_dir.mkdir(parents=True, exist_ok=True)
-    with EmbeddedNatsServer(store_dir=settings.nats_store_dir) as server:
-        yield server.url
