@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import datetime as dt
 import json
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from resources.jetstream import KeyValueBucket
@@ -51,13 +51,12 @@ class Watermark:
         self, position: int, *, run_id: str, now: dt.datetime, **details: Any
     ) -> Watermark:
         """This watermark moved to `position` by `run_id` (the revision is kept for the CAS)."""
-        return Watermark(
-            self.stage,
-            position,
-            run_id,
-            now.astimezone(dt.UTC).isoformat(),
-            details,
-            self.revision,
+        return replace(
+            self,
+            position=position,
+            run_id=run_id,
+            at=now.astimezone(dt.UTC).isoformat(),
+            details=details,
         )
 
 
@@ -103,10 +102,9 @@ class WatermarkStore:
             sort_keys=True,
         ).encode()
         try:
-            if watermark.revision is None:
-                revision = self.bucket.create(watermark.key, value)
-            else:
-                revision = self.bucket.update(watermark.key, value, revision=watermark.revision)
+            revision = self.bucket.compare_and_set(
+                watermark.key, value, revision=watermark.revision
+            )
         except RevisionConflictError as error:
             raise WatermarkConflictError(
                 f"stage {watermark.stage!r}: its watermark in bucket {self.bucket.name!r} "
@@ -115,11 +113,4 @@ class WatermarkStore:
                 stage=watermark.stage,
                 bucket=self.bucket.name,
             ) from error
-        return Watermark(
-            watermark.stage,
-            watermark.position,
-            watermark.run_id,
-            watermark.at,
-            watermark.details,
-            revision,
-        )
+        return replace(watermark, revision=revision)

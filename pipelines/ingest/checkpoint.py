@@ -151,12 +151,9 @@ class CheckpointStore:
         """
         key = checkpoint_key(checkpoint.stream, checkpoint.consumer)
         try:
-            if checkpoint.revision is None:
-                revision = self.bucket.create(key, checkpoint.to_json())
-            else:
-                revision = self.bucket.update(
-                    key, checkpoint.to_json(), revision=checkpoint.revision
-                )
+            revision = self.bucket.compare_and_set(
+                key, checkpoint.to_json(), revision=checkpoint.revision
+            )
         except RevisionConflictError as error:
             raise CheckpointConflictError(
                 f"checkpoint {key!r} in bucket {self.bucket.name!r} changed while this run "

@@ -110,6 +110,20 @@ class KeyValueBucket:
         coro = self._kv.update(key, bytes(value), last=revision)
         return self._call(coro, "update", key, revision=revision)
 
+    def compare_and_set(self, key: str, value: bytes, *, revision: int | None) -> int:
+        """Writes `value` if `key` is still as it was read: at `revision`, or without a value
+        when `revision` is None (then it is `create`, else `update`).
+
+        Returns:
+            The new revision.
+
+        Raises:
+            RevisionConflictError: the key moved since it was read.
+        """
+        if revision is None:
+            return self.create(key, value)
+        return self.update(key, value, revision=revision)
+
     def get(self, key: str, *, revision: int | None = None) -> KvEntry:
         """Reads the latest value of `key`, or its entry at `revision`.
 

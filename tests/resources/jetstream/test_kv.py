@@ -225,6 +225,18 @@ def test_create_on_a_deleted_key_writes_it_again(bucket):
     assert bucket.get("k").value == b"new"
 
 
+def test_compare_and_set_creates_without_a_revision_and_updates_with_the_current_one(bucket):
+    first = bucket.compare_and_set("stage.silver", b"1", revision=None)
+    second = bucket.compare_and_set("stage.silver", b"2", revision=first)
+
+    assert bucket.get("stage.silver").value == b"2"
+    assert bucket.get("stage.silver").revision == second
+    with pytest.raises(RevisionConflictError):
+        bucket.compare_and_set("stage.silver", b"3", revision=None)  # the key has a value
+    with pytest.raises(RevisionConflictError):
+        bucket.compare_and_set("stage.silver", b"3", revision=first)  # stale
+
+
 def test_update_with_the_current_revision_writes_the_value(bucket):
     revision = bucket.put("k", b"1")
 
