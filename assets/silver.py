@@ -149,8 +149,12 @@ def silver_file_events(
         f"{result.file_deleted.inserted} file_deleted, {result.file_trashed.inserted} "
         f"file_trashed, {result.quarantine.inserted} quarantined {result.quarantined_by_rule}"
     )
+    rows = {
+        path: row_count(session, path)
+        for path in (paths.file_deleted, paths.file_trashed, paths.quarantine)
+    }
     try:
-        stored = store_artifacts(client, context.run.run_id, result, paths, session)
+        stored = store_artifacts(client, context.run.run_id, result, paths, rows)
     except JetStreamError as error:
         # The tables and the watermark have moved: report the batch and its checks anyway.
         context.log.warning(f"artifacts of this run were not stored: {error}")
@@ -177,7 +181,7 @@ def silver_file_events(
         }
         if merge.version is not None:
             metadata["delta_version"] = MetadataValue.int(merge.version)
-            metadata["dagster/row_count"] = MetadataValue.int(row_count(session, path))
+            metadata["dagster/row_count"] = MetadataValue.int(rows[path])
         if key == QUARANTINE_KEY:
             metadata["quarantined"] = MetadataValue.int(merge.inserted)
             for rule, rows in sorted(result.quarantined_by_rule.items()):
@@ -195,14 +199,19 @@ def row_count(session, path: str) -> int:
     return session.read.format("delta").load(path).count()
 
 
-def store_artifacts(client, run_id: str, result: silver_stage.SilverResult, paths, session):
-    """Stores the validation results, an HTML report and the run manifest; returns them."""
+def store_artifacts(
+    client, run_id: str, result: silver_stage.SilverResult, paths, rows: dict[str, int]
+):
+    """Stores the validation results, an HTML report and the run manifest; returns them.
+
+    `rows` is each silver table's row count, by path.
+    """
     files = {}
     for event_type, report in result.reports.items():
         files[f"validation-{event_type}.json"] = (report.result_json, "application/json")
         files[f"report-{event_type}.html"] = (report.to_html().encode(), "text/html")
     states = tuple(
-        TableState(table, path, merge.version, row_count(session, path), merge.inserted)
+        TableState(table, path, merge.version, rows[path], merge.inserted)
         for table, path, merge in (
             (tables.SILVER_FILE_DELETED, paths.file_deleted, result.file_deleted),
             (tables.SILVER_FILE_TRASHED, paths.file_trashed, result.file_trashed),

@@ -157,10 +157,14 @@ def run_silver(
             source_table=paths.bronze_table,
             retention=retention,
         )
+        # The candidates are cached once, validated, and then give the valid rows (exactly how
+        # `route_bronze` defines them), so the batch is not parsed and routed again per output.
+        candidates = {event: cache(frame) for event, frame in batch.candidates.items()}
         reports = {
-            event_type: validate(cache(batch.candidates[event_type]), suite)
-            for event_type, suite in suites(now).items()
-            if event_type in batch.candidates
+            event: validate(candidates[event], suite) for event, suite in suites(now).items()
+        }
+        valid = {
+            event: frame.where(F.size("failed_rules") == 0) for event, frame in candidates.items()
         }
         quarantine = cache(batch.quarantine)
         by_rule = {
@@ -172,10 +176,10 @@ def run_silver(
         }
         outcomes = (
             merge_new_rows(
-                spark, batch.file_deleted, paths.file_deleted, silver.SILVER_FILE_DELETED_SCHEMA
+                spark, valid[FILE_DELETED], paths.file_deleted, silver.SILVER_FILE_DELETED_SCHEMA
             ),
             merge_new_rows(
-                spark, batch.file_trashed, paths.file_trashed, silver.SILVER_FILE_TRASHED_SCHEMA
+                spark, valid[FILE_TRASHED], paths.file_trashed, silver.SILVER_FILE_TRASHED_SCHEMA
             ),
             merge_new_rows(spark, quarantine, paths.quarantine, silver.QUARANTINE_SCHEMA),
         )
