@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import datetime as dt
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -80,9 +80,9 @@ class BronzeColumns:
     """
 
     seq: list[int] = field(default_factory=list)
-    subject: list[str] = field(default_factory=list)
+    subject: list[str | bytes] = field(default_factory=list)  # bytes are UTF-8
     published_ns: list[int] = field(default_factory=list)  # nanoseconds since the epoch, UTC
-    headers: list[list[tuple[str, str]] | None] = field(default_factory=list)
+    headers: list[dict[str, str] | None] = field(default_factory=list)
     payload: list[bytes] = field(default_factory=list)
     msg_id: list[str | None] = field(default_factory=list)
 
@@ -99,10 +99,18 @@ class BronzeColumns:
             columns.published_ns.append(
                 (m.timestamp - EPOCH) // dt.timedelta(microseconds=1) * 1000
             )
-            columns.headers.append(list(m.headers.items()) or None)
+            columns.headers.append(dict(m.headers) or None)
             columns.payload.append(m.data)
             columns.msg_id.append(m.msg_id)
         return columns
+
+    def split(self, rows: int) -> tuple[BronzeColumns, BronzeColumns]:
+        """The first `rows` messages, and the rest."""
+        if len(self.seq) <= rows:
+            return self, BronzeColumns()
+        columns = {f.name: getattr(self, f.name) for f in fields(self)}
+        head = BronzeColumns(**{name: values[:rows] for name, values in columns.items()})
+        return head, BronzeColumns(**{name: values[rows:] for name, values in columns.items()})
 
     def to_arrow(self, stream: str, run_id: str, ingested_at: dt.datetime) -> pa.RecordBatch:
         """The columns as one bronze record batch, stamped with the run and landing time."""

@@ -3,8 +3,11 @@
 It reads `[start, end]` through an ephemeral ordered consumer (no acks, in memory, removed
 afterwards) with several pull requests in flight, and appends each message straight into
 column lists: sequence and publish time come from the delivery's reply subject, so no
-per-message object is built. `bronze.BronzeColumns.to_arrow` then builds the bronze record
-batch with vectorised Arrow calls.
+per-message object is built. Deliveries arrive as raw frames (`resources.jetstream.frames`:
+nats-py's parser with a fast path that skips its `Msg`, queue and callback task), or as
+nats-py `Msg`s when that fast path is not available; both end in `_accept`.
+`bronze.BronzeColumns.to_arrow` then builds the bronze record batch with vectorised Arrow
+calls.
 
 Ordering is checked on the consumer sequence: if a delivery goes missing (a slow-consumer
 drop), the consumer is recreated from the next stream sequence, so the caller sees every
@@ -23,7 +26,7 @@ from nats.aio.msg import Msg
 from nats.js import api
 
 from pipelines.ingest.bronze import BronzeColumns
-from resources.jetstream import JetStreamClient
+from resources.jetstream import JetStreamClient, frames
 from resources.jetstream.errors import RequestTimeoutError
 
 IN_FLIGHT = 3  # pull requests outstanding at once
@@ -59,13 +62,18 @@ class RangeReader:
         self._sub = None
         self._want = 0  # rows the caller waits for
         self._restarting = False
+        self._tasks: set[asyncio.Task] = set()  # pull requests being sent
+        self._error: BaseException | None = None  # a pull request that could not be sent
+        self.fast_path = False  # deliveries arrive as raw frames (see resources.jetstream.frames)
 
     async def next_chunk(self, rows: int) -> BronzeColumns | None:
-        """The next chunk of at most about `rows` messages; None when the range is read."""
+        """The next chunk of at most `rows` messages; None when the range is read."""
         if self._sub is None and not self._done and not self._restarting:
             await self._open(self._next_seq)
         self._want = rows
         while not self._done and len(self._columns) < rows:
+            if self._error is not None:
+                raise self._error
             self._changed.clear()
             try:
                 await asyncio.wait_for(self._changed.wait(), IDLE_TIMEOUT)
@@ -78,7 +86,7 @@ class RangeReader:
                 ) from None
         if not self._columns and self._done:
             return None
-        chunk, self._columns = self._columns, BronzeColumns()
+        chunk, self._columns = self._columns.split(rows)
         return chunk
 
     async def close(self) -> None:
@@ -105,37 +113,82 @@ class RangeReader:
             self._finish()
             return
         nc = self._client.nc
-        self._sub = await nc.subscribe(
-            nc.new_inbox(), cb=self._on_message, pending_msgs_limit=-1, pending_bytes_limit=-1
+        self._sub, self.fast_path = await frames.subscribe_frames(
+            nc, nc.new_inbox(), self._on_frame, self._on_message
         )
-        await self._top_up()
+        await self._send_requests(self._more_requests())
 
-    async def _top_up(self) -> None:
+    def _more_requests(self) -> int:
+        """How many pull requests to send to keep IN_FLIGHT outstanding (counted as sent)."""
+        count = 0
         while not self._done and self._requested < IN_FLIGHT * self._batch:
-            body = {"batch": self._batch, "expires": int(REQUEST_EXPIRES * 1e9)}
-            subject = (
-                f"{self._client.jsm._prefix}.CONSUMER.MSG.NEXT.{self._stream}.{self._consumer}"
-            )
-            await self._client.nc.publish(
-                subject, json.dumps(body).encode(), reply=self._sub.subject
-            )
             self._requested += self._batch
+            count += 1
+        return count
 
-    async def _on_message(self, msg: Msg) -> None:
+    async def _send_requests(self, count: int) -> None:
+        subject = f"{self._client.jsm._prefix}.CONSUMER.MSG.NEXT.{self._stream}.{self._consumer}"
+        body = json.dumps({"batch": self._batch, "expires": int(REQUEST_EXPIRES * 1e9)}).encode()
+        for _ in range(count):
+            if self._sub is None:
+                return
+            await self._client.nc.publish(subject, body, reply=self._sub.subject)
+
+    def _request_more(self) -> None:
+        """Tops the pull requests up, from a delivery (which cannot wait for the publish)."""
+        count = self._more_requests()
+        if count:
+            task = asyncio.get_running_loop().create_task(self._send_requests(count))
+            self._tasks.add(task)
+            task.add_done_callback(self._request_sent)
+
+    def _request_sent(self, task: asyncio.Task) -> None:
+        self._tasks.discard(task)
+        if not task.cancelled() and task.exception() is not None:
+            self._error = task.exception()
+            self._changed.set()
+
+    def _on_frame(self, subject: bytes, reply: bytes, header: bytes, payload: bytes) -> None:
+        """A delivery on the fast path (`resources.jetstream.frames`): raw bytes."""
         if self._done or self._restarting:
             return
-        if not msg.reply:  # a status message: 404/408 end a request early, 409 a conflict
-            status = (msg.headers or {}).get("Status", "")
-            if status in ("404", "408"):
-                self._requested = 0  # the server has forgotten the outstanding requests
-                await self._top_up()
-            elif status == "409":
-                self._begin_restart()
+        if not reply:  # a status message: "NATS/1.0 404 No Messages"
+            self._on_status(header[9:12])
+        else:
+            self._accept(reply.split(b"."), subject, frames.parse_headers(header), payload)
+
+    async def _on_message(self, msg: Msg) -> None:
+        """A delivery on nats-py's own path, when the fast path could not be installed."""
+        if self._done or self._restarting:
             return
-        tokens = msg.reply.split(".")
-        offset = 0 if len(tokens) == 9 else 2  # v1 or v2 (with domain and account hash)
+        if not msg.reply:
+            self._on_status((msg.headers or {}).get("Status", "").encode())
+        else:
+            tokens = msg.reply.encode().split(b".")
+            self._accept(tokens, msg.subject, dict(msg.headers or {}) or None, msg.data)
+
+    def _on_status(self, status: bytes) -> None:
+        if status in (b"404", b"408"):  # a request ended early (no messages, expired)
+            self._requested = 0  # the server has forgotten the outstanding requests
+            self._request_more()
+        elif status == b"409":  # a conflict: the consumer was deleted or changed
+            self._begin_restart()
+
+    def _accept(
+        self,
+        tokens: list[bytes],
+        subject: str | bytes,
+        headers: dict[str, str] | None,
+        payload: bytes,
+    ) -> None:
+        """Appends one delivery to the columns, checking it is the next one of the consumer.
+
+        `tokens` is the reply subject split on dots:
+        `$JS.ACK.<stream>.<consumer>.<delivered>.<stream seq>.<delivery seq>.<time>.<pending>`
+        (two more tokens, domain and account hash, after `$JS.ACK` in the v2 form).
+        """
+        offset = 0 if len(tokens) == 9 else 2
         seq, delivery = int(tokens[5 + offset]), int(tokens[6 + offset])
-        pending = int(tokens[8 + offset])
         self._requested -= 1
         if delivery != self._expected_delivery:
             self._begin_restart()
@@ -144,19 +197,18 @@ class RangeReader:
         if seq > self._end:
             self._finish()
             return
-        headers = msg.headers
         columns = self._columns
         columns.seq.append(seq)
-        columns.subject.append(msg.subject)
+        columns.subject.append(subject)
         columns.published_ns.append(int(tokens[7 + offset]))
-        columns.headers.append(list(headers.items()) if headers else None)
-        columns.payload.append(msg.data)
+        columns.headers.append(headers)
+        columns.payload.append(payload)
         columns.msg_id.append(headers.get(MSG_ID) if headers else None)
         self._next_seq = seq + 1
-        if seq == self._end or pending == 0:
+        if seq == self._end or tokens[8 + offset] == b"0":  # nothing pending after it
             self._finish()
         elif self._requested <= (IN_FLIGHT - 1) * self._batch:
-            await self._top_up()
+            self._request_more()
         if len(columns) >= self._want:
             self._changed.set()
 
@@ -185,7 +237,7 @@ class RangeReader:
     async def _drop_consumer(self) -> None:
         sub, self._sub = self._sub, None
         if sub is not None:
-            await sub.unsubscribe()
+            await frames.unsubscribe_frames(self._client.nc, sub)
         consumer, self._consumer = self._consumer, None
         if consumer is not None:
             # An ephemeral consumer also expires by itself (inactive_threshold).
