@@ -24,6 +24,8 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 
+from py4j.protocol import Py4JJavaError
+from pyspark.errors import PySparkException
 from pyspark.sql import SparkSession
 
 from pipelines.delta_tables import table_version
@@ -33,7 +35,7 @@ from pipelines.ingest.bronze import (
     max_landed_seq,
 )
 from pipelines.ingest.checkpoint import Checkpoint, CheckpointStore, SeqRange
-from pipelines.ingest.errors import DataLossError
+from pipelines.ingest.errors import DataLossError, RangeWriteError, spark_failure_reason
 from pipelines.ingest.lease import Clock, Lease, acquire_lease, utc_now
 from pipelines.ingest.plan import StreamPosition, plan_range, removed_by_limits
 from pipelines.ingest.reader import RangeRead, read_range
@@ -254,9 +256,23 @@ class IngestRun:
                 ingested_at=self.clock(),
             ),
         )
-        outcome = commit_idempotently(
-            frame, self.table_path, app_id=spec.app_id, txn_version=planned.end
-        )
+        try:
+            outcome = commit_idempotently(
+                frame, self.table_path, app_id=spec.app_id, txn_version=planned.end
+            )
+        except (Py4JJavaError, PySparkException) as error:
+            raise RangeWriteError(
+                f"landing messages {first}-{planned.end} of stream {spec.stream!r} (consumer "
+                f"{spec.durable!r}) in table {self.table_path!r} failed: "
+                f"{spark_failure_reason(error)}. The consumer and checkpoint did not move: the "
+                "next run retries the range (a commit that did land is recognised and not "
+                "repeated). Fix the cause above first",
+                stream=spec.stream,
+                consumer=spec.durable,
+                start=first,
+                end=planned.end,
+                table=self.table_path,
+            ) from error
         return outcome, counters.messages, counters.bytes
 
     def _data_loss(self, gap: tuple[int, int], *, committed: bool | None) -> DataLossError:

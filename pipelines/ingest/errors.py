@@ -35,3 +35,41 @@ class DataLossError(IngestError):
         super().__init__(message, stream=stream, consumer=consumer)
         self.start = start
         self.end = end
+
+
+class RangeWriteError(IngestError):
+    """The Spark job reading a range into the bronze table failed; nothing moved.
+
+    The message ends with the root cause (a reader's error, a task failure, a Delta error);
+    the original exception is chained as `__cause__`.
+    """
+
+    def __init__(
+        self, message: str, *, stream: str, consumer: str, start: int, end: int, table: str
+    ) -> None:
+        super().__init__(message, stream=stream, consumer=consumer)
+        self.start = start
+        self.end = end
+        self.table = table
+
+
+def spark_failure_reason(error: BaseException) -> str:
+    """The root cause of a failed Spark job, in one line where possible.
+
+    A task's failure reaches Python wrapped in Java exceptions (`Py4JJavaError`, whose cause
+    chain ends in the task's own error); a Python error raised in a task ends with the
+    traceback's last line ("RequestTimeoutError: reading stream ...").
+    """
+    java = getattr(error, "java_exception", None)
+    if java is not None:
+        while java.getCause() is not None:
+            java = java.getCause()
+        text = str(java.getMessage() or java.toString())
+    else:
+        text = str(error)
+    lines = [line.strip() for line in text.strip().splitlines() if line.strip()]
+    if not lines:
+        return type(error).__name__
+    if lines[0].startswith("Traceback") or "Traceback (most recent call last)" in text:
+        return lines[-1]  # the Python exception line of a task's traceback
+    return lines[0][:1000]

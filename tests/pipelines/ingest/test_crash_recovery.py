@@ -16,13 +16,13 @@ from pathlib import Path
 
 import pytest
 from delta.tables import DeltaTable
-from pyspark.errors import PySparkException
 from pyspark.sql import functions as F
 
 import pipelines.ingest.engine as engine
 from pipelines.delta_tables import table_version
 from pipelines.ingest.bronze import commit_idempotently
 from pipelines.ingest.engine import STEPS
+from pipelines.ingest.errors import RangeWriteError
 from tests.pipelines.ingest.harness import (
     InjectedCrash,
     assert_landed_exactly_once,
@@ -115,8 +115,10 @@ def test_spark_job_failing_mid_write_commits_nothing_and_the_next_run_lands_ever
 
     with monkeypatch.context() as patch:
         patch.setattr(engine, "commit_idempotently", failing_commit)
-        with pytest.raises(PySparkException, match="injected task failure"):
+        with pytest.raises(RangeWriteError, match="injected task failure") as failed:
             ingest.run(js, spark, "failed-run")
+    assert f"messages 1-100 of stream {unique_name!r}" in str(failed.value)
+    assert ingest.path in str(failed.value) and "next run retries the range" in str(failed.value)
 
     assert table_version(spark, ingest.path) is None  # no Delta commit, whatever files a task wrote
     checkpoint = ingest.checkpoint()
