@@ -35,6 +35,7 @@ DELTA_CATALOG = "org.apache.spark.sql.delta.catalog.DeltaCatalog"
 DEFAULT_MASTER = "local[2]"
 DEFAULT_DRIVER_MEMORY = "4g"
 DEFAULT_SHUFFLE_PARTITIONS = 4
+MAX_CONCURRENT_OUTPUT_WRITERS = 8
 
 
 def _env_bool(value: str) -> bool:
@@ -110,6 +111,11 @@ class SparkSettings:
             # idempotent commit) in this many tasks; its default of 50 costs seconds per
             # snapshot on a small machine. Scale it with the shuffle partitions.
             "spark.databricks.delta.snapshotPartitions": str(self.shuffle_partitions),
+            # A partitioned write keeps up to this many files open per task instead of first
+            # sorting its rows by partition (Spark's default, 0, always sorts): a bronze run
+            # touches one or two publish dates, and the sort was a third of the JVM's CPU in
+            # an ingest (docs/performance.md). Past the limit, Spark sorts the rest.
+            "spark.sql.maxConcurrentOutputFileWriters": str(MAX_CONCURRENT_OUTPUT_WRITERS),
         }
         if self.master.startswith("local"):
             # Loopback only: nothing here needs the network, and the host name may not resolve.

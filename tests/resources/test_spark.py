@@ -5,7 +5,7 @@ from delta.tables import DeltaTable
 from resources.spark import DELTA_CATALOG, DELTA_EXTENSION, SparkResource, SparkSettings
 
 
-def test_defaults_size_the_driver_and_turn_on_delta_and_arrow():
+def test_defaults_size_the_driver_turn_on_delta_and_arrow_and_skip_the_write_sort():
     conf = SparkSettings.resolve(environ={}).conf()
     assert conf["spark.driver.memory"] == "4g"
     assert conf["spark.sql.shuffle.partitions"] == "4"
@@ -14,6 +14,7 @@ def test_defaults_size_the_driver_and_turn_on_delta_and_arrow():
     assert conf["spark.sql.extensions"] == DELTA_EXTENSION
     assert conf["spark.sql.catalog.spark_catalog"] == DELTA_CATALOG
     assert conf["spark.sql.session.timeZone"] == "UTC"
+    assert conf["spark.sql.maxConcurrentOutputFileWriters"] == "8"  # no sort before writing
 
 
 def test_environment_overrides_defaults_and_config_overrides_environment():
