@@ -32,6 +32,7 @@ from resources.jetstream.errors import RequestTimeoutError
 IN_FLIGHT = 3  # pull requests outstanding at once
 REQUEST_EXPIRES = 5.0  # seconds a pull request may wait for messages
 IDLE_TIMEOUT = 30.0  # seconds without any delivery before the read gives up
+BUFFERED_CHUNKS = 2  # chunks read ahead of the caller before the reader stops asking for more
 MSG_ID = "Nats-Msg-Id"
 
 
@@ -60,7 +61,7 @@ class RangeReader:
         self._expected_delivery = 1
         self._requested = 0  # messages asked for and not yet delivered
         self._sub = None
-        self._want = 0  # rows the caller waits for
+        self._want = 1  # rows the caller waits for (set by next_chunk)
         self._restarting = False
         self._tasks: set[asyncio.Task] = set()  # pull requests being sent
         self._error: BaseException | None = None  # a pull request that could not be sent
@@ -68,9 +69,9 @@ class RangeReader:
 
     async def next_chunk(self, rows: int) -> BronzeColumns | None:
         """The next chunk of at most `rows` messages; None when the range is read."""
+        self._want = rows
         if self._sub is None and not self._done and not self._restarting:
             await self._open(self._next_seq)
-        self._want = rows
         while not self._done and len(self._columns) < rows:
             if self._error is not None:
                 raise self._error
@@ -87,6 +88,7 @@ class RangeReader:
         if not self._columns and self._done:
             return None
         chunk, self._columns = self._columns.split(rows)
+        self._request_more()  # in case a full buffer had held the requests back
         return chunk
 
     async def close(self) -> None:
@@ -119,7 +121,14 @@ class RangeReader:
         await self._send_requests(self._more_requests())
 
     def _more_requests(self) -> int:
-        """How many pull requests to send to keep IN_FLIGHT outstanding (counted as sent)."""
+        """How many pull requests to send to keep IN_FLIGHT outstanding (counted as sent).
+
+        None while the reader already holds BUFFERED_CHUNKS chunks the caller has not taken:
+        a caller that is slower than the server (Spark writing Parquet) holds the reading
+        back, instead of the whole slice piling up in memory.
+        """
+        if len(self._columns) >= BUFFERED_CHUNKS * self._want:
+            return 0
         count = 0
         while not self._done and self._requested < IN_FLIGHT * self._batch:
             self._requested += self._batch

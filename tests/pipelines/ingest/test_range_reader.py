@@ -1,10 +1,11 @@
 """The columnar range reader, on a real server: both delivery paths, filters, lost deliveries."""
 
+import asyncio
 import datetime as dt
 
 import pytest
 
-from pipelines.ingest.range_reader import RangeReader
+from pipelines.ingest.range_reader import BUFFERED_CHUNKS, IN_FLIGHT, RangeReader
 from pipelines.ingest.reader import RangeRead, read_slice
 from resources.jetstream import JetStreamClient, StreamSpec, frames
 
@@ -107,3 +108,21 @@ def test_read_slice_yields_record_batches_of_the_configured_size(js, stream, jet
     batches = list(read_slice(spec, 11, 1000))
 
     assert [b.num_rows for b in batches] == [400, 400, 190]
+
+
+def test_a_caller_that_does_not_take_chunks_holds_the_reading_back(js, stream):
+    reader = RangeReader(js, stream, (), 1, 1000, pull_batch=50)
+
+    async def stall_then_finish():
+        seqs = list((await reader.next_chunk(100)).seq)
+        await asyncio.sleep(0.5)  # the caller is busy: deliveries stop at the buffer's bound
+        held = len(reader._columns)
+        while (chunk := await reader.next_chunk(100)) is not None:
+            seqs.extend(chunk.seq)
+        await reader.close()
+        return held, seqs
+
+    held, seqs = js.run(stall_then_finish(), what="stalled read")
+
+    assert held <= BUFFERED_CHUNKS * 100 + IN_FLIGHT * 50  # not the remaining 900
+    assert seqs == list(range(1, 1001))
