@@ -44,7 +44,7 @@ import psutil
 from baselines import NAIVE_FETCH, RAW_DRAINS, naive
 from reader_profile import profile_reader, profile_spark_write, prototype_end_to_end
 from report import print_summary, summarize
-from sampling import PhaseMonitor, find_jvm
+from sampling import PhaseMonitor, find_jvm, python_speed_ms
 
 from pipelines.file_trash.events import (
     FILE_DELETED_SUBJECT,
@@ -373,7 +373,12 @@ def main(argv: list[str] | None = None) -> dict[str, object]:
         out.parent.mkdir(parents=True, exist_ok=True)
         out.write_text(json.dumps(results, indent=2, default=str))
 
-    print(f"events={args.events} readers={readers} temp={root} load={os.getloadavg()}", flush=True)
+    results["python_speed_ms"] = {"start": python_speed_ms()}
+    print(
+        f"events={args.events} readers={readers} temp={root} load={os.getloadavg()} "
+        f"python speed={results['python_speed_ms']['start']} ms",
+        flush=True,
+    )
     try:
         with EmbeddedNatsServer(store_dir=root / "jetstream") as server:
             resource = JetStreamResource(servers=server.url, request_timeout=30)
@@ -420,6 +425,7 @@ def main(argv: list[str] | None = None) -> dict[str, object]:
                 if "b" in paths:
                     phases["b_naive"] = run_naive(bench)
                     print(f"(b) naive: {phases['b_naive']['msgs_per_s']:,} msg/s", flush=True)
+                results["python_speed_ms"]["end"] = python_speed_ms()
                 results["complete"] = True
                 save()
             spark.stop()

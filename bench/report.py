@@ -30,7 +30,9 @@ def print_summary(results: dict[str, object], out: Path) -> None:
     print()
     print(
         f"N={env['events']:,}  readers={env['readers']}  cores={env['cpu_count']}  "
-        f"driver memory={env['spark_driver_memory']}  git={env['git']}"
+        f"driver memory={env['spark_driver_memory']}  git={env['git']}  "
+        f"python speed ms (start/end, lower is faster)="
+        f"{'/'.join(str(v) for v in results.get('python_speed_ms', {}).values())}"
     )
     header = f"{'phase':<22}{'msg/s':>10}{'wall s':>9}{'driver':>8}{'jvm':>8}{'workers':>8}"
     print(header + f"{'nats':>7}{'own cpu':>9}{'msg/cpu-s':>10}{'other cpu':>10}  load 1m")

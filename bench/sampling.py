@@ -187,3 +187,17 @@ class PhaseMonitor:
         for group, value in rss.items():
             self._peak[group] = max(self._peak[group], value)
         self._samples += 1
+
+
+def python_speed_ms(iterations: int = 3_000_000) -> float:
+    """CPU milliseconds of a fixed pure-Python loop: how fast this machine is right now.
+
+    The VM's cores are shared with other tenants, and their speed drifts between runs and
+    even within one; comparing this figure tells runs made on a slow machine from runs of
+    slow code. Lower is faster.
+    """
+    started = time.process_time()
+    total = 0
+    for i in range(iterations):
+        total += i
+    return round((time.process_time() - started) * 1000, 1)
