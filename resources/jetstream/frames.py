@@ -21,6 +21,7 @@ and `tests/resources/test_frames.py` checks the fast path against nats-py's own 
 
 from __future__ import annotations
 
+import os
 from collections.abc import Awaitable, Callable
 
 from nats.aio.client import Client as NATS
@@ -30,6 +31,7 @@ from nats.protocol import parser as nats_parser
 
 FrameSink = Callable[[bytes, bytes, bytes, bytes], None]  # subject, reply, header, payload
 
+RAW_FRAMES_ENV = "JSL_NATS_RAW_FRAMES"
 _CRLF = b"\r\n"
 _MESSAGE_OPS = (b"MSG", b"HMSG")
 
@@ -101,7 +103,11 @@ def install(nc: NATS) -> FrameParser | None:
 
     Call it on the client's loop. It is safe when the current parser is nats-py's own and is
     between frames: the new parser takes over its unparsed bytes and every later socket read.
+    Setting the environment variable `JSL_NATS_RAW_FRAMES=off` turns the fast path off (an
+    escape hatch, should a nats-py upgrade ever break it).
     """
+    if os.environ.get(RAW_FRAMES_ENV, "on").strip().lower() in ("0", "off", "false", "no"):
+        return None
     current = getattr(nc, "_ps", None)
     if isinstance(current, FrameParser):
         return current

@@ -42,13 +42,9 @@ def read(js: JetStreamClient, stream: str, *, start=1, end=1000, subjects=(), fa
             await reader.close()
         return out
 
-    original = frames.install
-    if not fast:
-        frames.install = lambda nc: None
-    try:
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv(frames.RAW_FRAMES_ENV, "on" if fast else "off")
         batches = js.run(chunks(), what="read a range")
-    finally:
-        frames.install = original
     assert reader.fast_path is fast
     return [row for batch in batches for row in batch.to_pylist()]
 

@@ -165,6 +165,15 @@ def test_the_fast_path_is_installed_only_over_an_idle_nats_py_parser():
     assert frames.install(other) is None
 
 
+def test_the_fast_path_can_be_turned_off_by_the_environment(monkeypatch):
+    client = RecordingClient()
+    client._ps = nats_parser.Parser(client)
+    monkeypatch.setenv(frames.RAW_FRAMES_ENV, "off")
+
+    assert frames.install(client) is None
+    assert type(client._ps) is nats_parser.Parser
+
+
 def test_a_subscription_gets_raw_frames_from_a_real_server(js, unique_name):
     subject = f"{unique_name}.raw"
 
