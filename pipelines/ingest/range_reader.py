@@ -9,6 +9,10 @@ nats-py `Msg`s when that fast path is not available; both end in `_accept`.
 `bronze.BronzeColumns.to_arrow` then builds the bronze record batch with vectorised Arrow
 calls.
 
+The reader reads ahead of its caller by at most `BUFFERED_CHUNKS` chunks: past that it stops
+topping up its pull requests until the caller takes a chunk, so a slow Spark write holds the
+reading back instead of the slice piling up in memory.
+
 Ordering is checked on the consumer sequence: if a delivery goes missing (a slow-consumer
 drop), the consumer is recreated from the next stream sequence, so the caller sees every
 message of the range once, in order.

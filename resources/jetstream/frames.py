@@ -1,9 +1,10 @@
 """Raw message frames for one subscription: nats-py's parser with a fast path.
 
 nats-py turns every message into a `Msg` (decoded subject and reply, a headers dict), puts it
-on the subscription's queue, and calls the callback from the subscription's own task: about
-6 µs of Python per message, more than the rest of a bulk read costs. A reader that only
-copies messages into columns (`pipelines/ingest/range_reader.py`) needs none of that.
+on the subscription's queue, and calls the callback from the subscription's own task. A
+reader that only copies messages into columns (`pipelines/ingest/range_reader.py`) needs none
+of that: without it, a whole read costs 6.3 µs of CPU per message instead of 10.6
+(docs/performance.md).
 
 `subscribe_frames` subscribes as usual, then routes the subscription's `HMSG`/`MSG` frames to
 a plain function, `on_frame(subject, reply, header, payload)` (all `bytes`; `header` is the
@@ -13,10 +14,11 @@ own parser, unchanged.
 
 It works by putting a `FrameParser` in place of the connection's protocol parser
 (`Client._ps`, an attribute nats-py reads on every socket read). That is nats-py internals,
-so it is done only when the parser is exactly nats-py's and idle; otherwise the subscription
-delivers `Msg`s to `on_message` as any callback subscription does. The caller handles both;
-the fast path is an optimisation, never a requirement. nats-py is pinned in constraints.txt
-and `tests/resources/test_frames.py` checks the fast path against nats-py's own parsing.
+so it is done only when the parser is exactly nats-py's and between frames, and not when
+`JSL_NATS_RAW_FRAMES=off`; otherwise the subscription delivers `Msg`s to `on_message` as any
+callback subscription does. The caller handles both; the fast path is an optimisation, never
+a requirement. nats-py is pinned in constraints.txt, and
+`tests/resources/jetstream/test_frames.py` checks the fast path against nats-py's parsing.
 """
 
 from __future__ import annotations
@@ -131,7 +133,9 @@ async def subscribe_frames(
 
     Returns the subscription and whether the fast path is on. With it, every message reaches
     `on_frame`; without it, every message reaches `on_message` as a `Msg`. Both run on the
-    client's loop, one message at a time, in delivery order. `unsubscribe_frames` ends it.
+    client's loop, one message at a time, in delivery order. Ask for messages (a pull
+    request, say) only once this returns: one arriving in between would reach `on_message`.
+    `unsubscribe_frames` ends it.
     """
     sub = await nc.subscribe(subject, cb=on_message, pending_msgs_limit=-1, pending_bytes_limit=-1)
     parser = install(nc)
