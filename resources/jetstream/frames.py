@@ -65,21 +65,18 @@ class FrameParser(nats_parser.Parser):
                 if eol < 0:
                     break  # the control line is not complete yet
                 args = buf[pos:eol].split()
-                if not args or args[0] not in _MESSAGE_OPS:
-                    await self._inner.parse(buf[pos : eol + 2])
-                    pos = eol + 2
-                    if self.buf is not owner:
-                        return
-                    continue
-                try:  # [H]MSG <subject> <sid> [reply] [header bytes] <total bytes>
-                    total = int(args[-1])
-                    sink = self.sinks.get(int(args[2]))
-                    header = int(args[-2]) if args[0] == b"HMSG" else 0
-                except (ValueError, IndexError):
-                    raise nats_parser.ProtocolError("nats: malformed MSG") from None
-                end = eol + 2 + total + 2
-                if end > size:
-                    break  # the payload is not complete yet
+                end, sink = eol + 2, None  # a control line alone, for nats-py's parser
+                if args and args[0] in _MESSAGE_OPS:
+                    is_hmsg = args[0] == b"HMSG"
+                    try:  # [H]MSG <subject> <sid> [reply] [header bytes] <total bytes>
+                        total, sid = int(args[-1]), int(args[2])
+                        header = int(args[-2]) if is_hmsg else 0
+                    except (ValueError, IndexError):
+                        raise nats_parser.ProtocolError("nats: malformed MSG") from None
+                    end = eol + 2 + total + 2
+                    if end > size:
+                        break  # the payload is not complete yet
+                    sink = self.sinks.get(sid)
                 if sink is None:
                     await self._inner.parse(buf[pos:end])
                     pos = end
@@ -87,7 +84,7 @@ class FrameParser(nats_parser.Parser):
                         return
                     continue
                 body = eol + 2
-                has_reply = len(args) == (6 if args[0] == b"HMSG" else 5)
+                has_reply = len(args) == (6 if is_hmsg else 5)
                 sink(
                     args[1],
                     args[3] if has_reply else b"",
