@@ -20,14 +20,12 @@ import os
 import subprocess
 import sys
 import tempfile
-import time
 import uuid
 from pathlib import Path
 
 import ingest
-import psutil
 from pyspark import cloudpickle
-from sampling import find_jvm, python_speed_ms
+from sampling import PhaseMonitor, python_speed_ms
 
 from pipelines.ingest.engine import run_ingest
 from pipelines.ingest.spec import IngestSpec
@@ -36,25 +34,11 @@ from resources.jetstream import ConnectionSettings, EmbeddedNatsServer, JetStrea
 STREAM = "AB"
 
 
-def _cpu(jvm: psutil.Process) -> dict[str, float]:
-    """CPU seconds so far of this process, the JVM, and the JVM's Python workers."""
-    workers = 0.0
-    for child in jvm.children(recursive=True):
-        try:
-            t = child.cpu_times()
-            workers += t.user + t.system + t.children_user + t.children_system
-        except psutil.Error:
-            pass
-    me = psutil.Process().cpu_times()
-    return {"driver": me.user + me.system, "jvm": sum(jvm.cpu_times()[:2]), "workers": workers}
-
-
 def one_run(url: str, count: int) -> dict[str, object]:
     """One ingest of the whole stream in this (fresh) process."""
     cloudpickle.register_pickle_by_value(ingest)  # the warm-up function runs in the workers
     tables = Path(tempfile.mkdtemp(prefix="jsl-ab-"))
     spark, _, _ = ingest.start_spark(tables)
-    jvm = find_jvm()
     name = f"ab{uuid.uuid4().hex[:6]}"
     spec = IngestSpec(
         name=name,
@@ -69,19 +53,23 @@ def one_run(url: str, count: int) -> dict[str, object]:
         client.consumers.add(spec.consumer_spec())
         checkpoints = client.create_key_value(spec.checkpoint_bucket_spec())
         speed = python_speed_ms()
-        before, started = _cpu(jvm), time.monotonic()
-        result = run_ingest(
-            client, spark, spec, str(tables / "t"), checkpoints=checkpoints, run_id=name
-        )
-        wall, after = time.monotonic() - started, _cpu(jvm)
+        with PhaseMonitor("c_ingest") as phase:
+            result = run_ingest(
+                client, spark, spec, str(tables / "t"), checkpoints=checkpoints, run_id=name
+            )
         client.consumers.delete(STREAM, name)
     if result.messages != count:
         raise RuntimeError(f"the run landed {result.messages} of {count}")
     spark.stop()
+    report = phase.report
     return {
-        "wall_s": round(wall, 2),
-        "msgs_per_s": round(count / wall),
-        **{f"{k}_cpu_s": round(after[k] - before[k], 2) for k in before},
+        "wall_s": round(report.wall, 2),
+        "msgs_per_s": round(count / report.wall),
+        # nats-server is the parent's child, not this process's: not counted here.
+        **{
+            f"{group}_cpu_s": round(report.cpu[group], 2)
+            for group in ("driver", "jvm", "python_workers")
+        },
         "python_speed_ms": speed,
     }
 
