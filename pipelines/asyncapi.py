@@ -35,7 +35,15 @@ from pipelines.file_trash.events import (
 )
 from pipelines.file_trash.topology import FILE_TRASH_TOPOLOGY
 from pipelines.settings import PROJECT_DIR
-from resources.jetstream import ConsumerSpec, StreamSpec, Topology
+from resources.jetstream import (
+    AckPolicy,
+    ConsumerSpec,
+    DeliverPolicy,
+    Retention,
+    Storage,
+    StreamSpec,
+    Topology,
+)
 from resources.jetstream.messages import MSG_ID_HEADER
 
 ASYNCAPI_VERSION = "3.0.0"
@@ -85,14 +93,13 @@ def channel_id(subject: str) -> str:
 
 
 def _covers(consumer: ConsumerSpec, subject: str) -> bool:
-    return not consumer.filter_subjects or any(
-        subject_matches(f, subject) for f in consumer.filter_subjects
-    )
+    filters = consumer.filter_subjects or ()
+    return not filters or any(subject_matches(f, subject) for f in filters)
 
 
 def _stream_for(topology: Topology, subject: str) -> StreamSpec:
     for stream in topology.streams:
-        if any(subject_matches(s, subject) for s in stream.subjects):
+        if any(subject_matches(s, subject) for s in stream.subjects or ()):
             return stream
     raise ValueError(
         f"no stream of the topology captures subject {subject!r}; add it to a stream's "
@@ -147,9 +154,10 @@ def _message(event_type: str) -> dict[str, Any]:
 def _consumer(consumer: ConsumerSpec) -> dict[str, Any]:
     return {
         "durable": consumer.durable,
-        "filterSubjects": list(consumer.filter_subjects),
-        "ackPolicy": consumer.ack_policy.value,
-        "deliverPolicy": consumer.deliver_policy.value,
+        "filterSubjects": list(consumer.filter_subjects or ()),
+        # An undeclared policy is what the project creates: explicit acks, from the start.
+        "ackPolicy": (consumer.ack_policy or AckPolicy.EXPLICIT).value,
+        "deliverPolicy": (consumer.deliver_policy or DeliverPolicy.ALL).value,
         **({"description": consumer.description} if consumer.description else {}),
     }
 
@@ -168,9 +176,10 @@ def _channel(subject: str, event_type: str, topology: Topology) -> dict[str, Any
         },
         "x-jetstream": {
             "stream": stream.name,
-            "streamSubjects": list(stream.subjects),
-            "retention": stream.retention.value,
-            "storage": stream.storage.value,
+            "streamSubjects": list(stream.subjects or ()),
+            # An undeclared setting is the server's default.
+            "retention": (stream.retention or Retention.LIMITS).value,
+            "storage": (stream.storage or Storage.FILE).value,
             "maxAgeSeconds": stream.max_age,
             "duplicateWindowSeconds": stream.duplicate_window,
             "durableConsumers": [_consumer(c) for c in consumers],

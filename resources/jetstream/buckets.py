@@ -6,13 +6,16 @@ The specs are what `Topology` reconciles; `ensure` creates the bucket if it is m
 
 from __future__ import annotations
 
+import dataclasses
 import re
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from nats.js import api
 
 from resources.jetstream.errors import InvalidArgumentError
+from resources.jetstream.spec_merge import check_metadata
 from resources.jetstream.streams import Storage
 
 BUCKET_NAME_RE = re.compile(r"[a-zA-Z0-9_-]+")  # what the KV and Object Store protocols allow
@@ -47,12 +50,15 @@ class KeyValueSpec:
     max_bytes: int = -1
     storage: Storage = Storage.FILE
     replicas: int = 1
+    metadata: Mapping[str, str] | None = None  # set on the bucket's stream when created
 
     kind = "kv bucket"
 
     def __post_init__(self) -> None:
         validate_bucket(self.bucket)
         object.__setattr__(self, "storage", Storage(self.storage))
+        metadata = check_metadata(f"{self.kind} {self.bucket!r}", self.metadata)
+        object.__setattr__(self, "metadata", metadata)
         if not 1 <= self.history <= 64:
             raise InvalidArgumentError(
                 f"kv bucket {self.bucket!r}: history must be between 1 and 64, got {self.history!r}"
@@ -71,15 +77,21 @@ class KeyValueSpec:
             direct=True,
         )
 
+    @property
+    def stream_name(self) -> str:
+        """The stream that holds the bucket."""
+        return f"KV_{self.bucket}"
+
     def ensure(self, client: JetStreamClient) -> bool:
         """Creates the bucket if missing; returns whether it was created."""
-        if bucket_exists(client, f"KV_{self.bucket}"):
+        if client.streams.exists(self.stream_name):
             return False
         client.run(
             client.js.create_key_value(self.to_nats()),
             what=f"create kv bucket {self.bucket!r}",
             bucket=self.bucket,
         )
+        set_metadata(client, self.stream_name, self.metadata)
         return True
 
 
@@ -97,12 +109,15 @@ class ObjectStoreSpec:
     max_bytes: int = -1
     storage: Storage = Storage.FILE
     replicas: int = 1
+    metadata: Mapping[str, str] | None = None  # set on the bucket's stream when created
 
     kind = "object store"
 
     def __post_init__(self) -> None:
         validate_bucket(self.bucket)
         object.__setattr__(self, "storage", Storage(self.storage))
+        metadata = check_metadata(f"{self.kind} {self.bucket!r}", self.metadata)
+        object.__setattr__(self, "metadata", metadata)
 
     def to_nats(self) -> api.ObjectStoreConfig:
         return api.ObjectStoreConfig(
@@ -114,21 +129,29 @@ class ObjectStoreSpec:
             replicas=self.replicas,
         )
 
+    @property
+    def stream_name(self) -> str:
+        """The stream that holds the bucket."""
+        return f"OBJ_{self.bucket}"
+
     def ensure(self, client: JetStreamClient) -> bool:
         """Creates the bucket if missing; returns whether it was created."""
-        if bucket_exists(client, f"OBJ_{self.bucket}"):
+        if client.streams.exists(self.stream_name):
             return False
         client.run(
             client.js.create_object_store(self.bucket, config=self.to_nats()),
             what=f"create object store {self.bucket!r}",
             bucket=self.bucket,
         )
+        set_metadata(client, self.stream_name, self.metadata)
         return True
 
 
-def bucket_exists(client: JetStreamClient, stream_name: str) -> bool:
-    """Whether the stream backing a bucket (`KV_<bucket>` or `OBJ_<bucket>`) exists."""
-    return client.streams.exists(stream_name)
+def set_metadata(client: JetStreamClient, stream: str, metadata: Mapping[str, str] | None) -> None:
+    """Adds metadata to a bucket's stream (nats-py creates buckets without it)."""
+    if metadata:
+        spec = client.streams.info(stream).spec
+        client.streams.update(dataclasses.replace(spec, metadata=metadata))
 
 
 __all__ = ["KeyValueSpec", "ObjectStoreSpec"]

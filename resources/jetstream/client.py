@@ -9,6 +9,7 @@ translates nats-py errors into `resources.jetstream.errors`. Management lives in
 from __future__ import annotations
 
 import collections
+import json
 import math
 import time
 from collections.abc import Coroutine, Iterable, Iterator, Mapping, Sequence
@@ -165,6 +166,26 @@ class JetStreamClient:
     @cached_property
     def jsm(self) -> JetStreamManager:
         return self.js._jsm
+
+    def api_request(
+        self, endpoint: str, body: dict[str, Any] | None = None, *, what: str, **names: Any
+    ) -> dict[str, Any]:
+        """One JetStream API request (`$JS.API.<endpoint>`), its JSON answer as a dict.
+
+        Args:
+            endpoint: e.g. 'STREAM.INFO.FILE_EVENTS'.
+            body: the request JSON (None: an empty request).
+            what: the operation, for error messages.
+            **names: stream / consumer / seq, attached to errors.
+
+        Raises:
+            JetStreamError: a subclass naming the cause (see `run`).
+        """
+        jsm = self.jsm
+        request = b"" if body is None else json.dumps(body).encode()
+        subject = f"{jsm._prefix}.{endpoint}"
+        timeout = self.settings.request_timeout
+        return self.run(jsm._api_request(subject, request, timeout=timeout), what=what, **names)
 
     @cached_property
     def streams(self) -> Streams:

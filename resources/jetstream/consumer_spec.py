@@ -1,20 +1,29 @@
 """A consumer's declared shape (`ConsumerSpec`) and its state read back (`ConsumerState`).
 
-`ConsumerSpec` rejects only what the server rejects too, so that `ConsumerSpec.from_nats`
-of any consumer on the server constructs; values are normalized to what the server stores,
-so the read-back spec of a consumer created from a spec equals that spec.
+A field left None is not declared: on create the server's default applies, on update and in
+`reconcile` the server's current value is kept (see `spec_merge`). `ConsumerSpec` rejects
+only what the server rejects too; values are normalized to what the server stores, so the
+spec read back (`ConsumerSpec.from_json`, every field filled in) of a consumer created from
+a spec matches that spec in every declared field.
 """
 
 from __future__ import annotations
 
 import datetime as dt
-from dataclasses import dataclass, field
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass, field, fields
 from enum import StrEnum
-
-from nats.js import api
+from typing import Any
 
 from resources.jetstream.errors import InvalidArgumentError
-from resources.jetstream.stream_spec import nanoseconds, unlimited, wire_seconds, wire_value
+from resources.jetstream.spec_merge import check_metadata, unchecked, user_metadata
+from resources.jetstream.stream_source import parse_timestamp, utc_timestamp
+from resources.jetstream.stream_spec import (
+    from_nanoseconds,
+    nanoseconds,
+    unlimited,
+    wire_seconds,
+)
 from resources.jetstream.validation import (
     validate_aware_datetime,
     validate_name,
@@ -38,24 +47,46 @@ class AckPolicy(StrEnum):
     NONE = "none"
 
 
-class _WireConsumerConfig(api.ConsumerConfig):
-    """nats-py's ConsumerConfig with durations rounded, not truncated, to nanoseconds."""
+def _filters(subjects: tuple[str, ...]) -> dict[str, Any]:
+    """Filters as the API writes them: one in `filter_subject`, several in `filter_subjects`."""
+    if len(subjects) == 1:
+        return {"filter_subject": subjects[0], "filter_subjects": None}
+    return {"filter_subject": "", "filter_subjects": list(subjects) or None}
 
-    def as_dict(self) -> dict[str, object]:
-        result = super().as_dict()
-        result["ack_wait"] = nanoseconds(self.ack_wait)
-        result["idle_heartbeat"] = nanoseconds(self.idle_heartbeat)
-        if self.backoff:
-            result["backoff"] = [nanoseconds(step) for step in self.backoff]
-        return result
+
+# Field -> how its value is written to the JetStream API (a dict of wire fields).
+_WIRE: dict[str, Callable[[Any], dict[str, Any]]] = {
+    "filter_subjects": _filters,
+    "description": lambda v: {"description": v},
+    "deliver_policy": lambda v: {"deliver_policy": str(v)},
+    "opt_start_seq": lambda v: {"opt_start_seq": v},
+    "opt_start_time": lambda v: {"opt_start_time": utc_timestamp(v)},
+    "ack_policy": lambda v: {"ack_policy": str(v)},
+    "ack_wait": lambda v: {"ack_wait": nanoseconds(v)},
+    "max_deliver": lambda v: {"max_deliver": v},
+    "backoff": lambda v: {"backoff": [nanoseconds(step) for step in v] or None},
+    "max_ack_pending": lambda v: {"max_ack_pending": v},
+    "max_waiting": lambda v: {"max_waiting": v},
+    "deliver_subject": lambda v: {"deliver_subject": v},
+    "deliver_group": lambda v: {"deliver_group": v},
+    "flow_control": lambda v: {"flow_control": v},
+    "idle_heartbeat": lambda v: {"idle_heartbeat": nanoseconds(v)},
+    "metadata": lambda v: {"metadata": dict(v)},
+}
+# What this project creates when a field is not declared.
+_CREATE_DEFAULTS = {"deliver_policy": "all", "ack_policy": "explicit"}
+# Fields the server never lets an update change, with what to do instead.
+_FIXED = ("deliver_policy", "opt_start_seq", "opt_start_time", "ack_policy", "max_waiting")
+_FIXED_PUSH = ("flow_control", "idle_heartbeat")
 
 
 @dataclass(frozen=True)
 class ConsumerSpec:
-    """A durable consumer as declared in code.
+    """A durable consumer as declared in code; None leaves a setting to the server.
 
     A consumer with `deliver_subject` is a push consumer; without, a pull consumer. A field
-    left None takes the server's default and is not compared by `topology.reconcile`.
+    left None takes the server's default on create, and is kept as the server has it by
+    `update` and `topology.reconcile`.
 
     Examples:
         >>> ConsumerSpec(stream="FILE_EVENTS", durable="lakehouse-bronze",
@@ -64,38 +95,45 @@ class ConsumerSpec:
 
     stream: str
     durable: str
-    filter_subjects: tuple[str, ...] = ()
+    filter_subjects: tuple[str, ...] | None = None  # (): every subject of the stream
     description: str | None = None
-    deliver_policy: DeliverPolicy = DeliverPolicy.ALL
+    deliver_policy: DeliverPolicy | None = None  # all
     opt_start_seq: int | None = None
     opt_start_time: dt.datetime | None = None  # timezone-aware
-    ack_policy: AckPolicy = AckPolicy.EXPLICIT
-    ack_wait: float | None = None  # seconds; None: 30, or backoff[0] when backoff is set
-    max_deliver: int = -1  # -1: unlimited
-    backoff: tuple[float, ...] = ()  # seconds, one per redelivery
-    max_ack_pending: int | None = None  # None: 1000 (with acks); -1: unlimited
-    max_waiting: int | None = None  # pull only; None: 512
+    ack_policy: AckPolicy | None = None  # explicit
+    ack_wait: float | None = None  # seconds; server: 30, or backoff[0] when backoff is set
+    max_deliver: int | None = None  # -1: unlimited
+    backoff: tuple[float, ...] | None = None  # seconds, one per redelivery
+    max_ack_pending: int | None = None  # server: 1000 (with acks); -1: unlimited
+    max_waiting: int | None = None  # pull only; server: 512
     deliver_subject: str | None = None
     deliver_group: str | None = None
-    flow_control: bool = False
+    flow_control: bool | None = None
     idle_heartbeat: float | None = None  # seconds; push only
+    metadata: Mapping[str, str] | None = None  # keys are added or changed, never removed
 
     def __post_init__(self) -> None:
         validate_name("stream", self.stream)
         validate_name("consumer", self.durable)
         where = f"consumer {self.durable!r} on stream {self.stream!r}"
         filters = self.filter_subjects
-        filters = (filters,) if isinstance(filters, str) else tuple(filters)
-        for subject in filters:
-            validate_subject(subject)
+        if filters is not None:
+            filters = (filters,) if isinstance(filters, str) else tuple(filters)
+            for subject in filters:
+                validate_subject(subject)
         self._set(
             filter_subjects=filters,
             description=self.description or None,
-            deliver_policy=DeliverPolicy(self.deliver_policy),
-            ack_policy=AckPolicy(self.ack_policy),
-            backoff=tuple(wire_seconds(step) for step in self.backoff),
-            max_deliver=unlimited(self.max_deliver),
+            metadata=check_metadata(where, self.metadata),
         )
+        if self.deliver_policy is not None:
+            self._set(deliver_policy=DeliverPolicy(self.deliver_policy))
+        if self.ack_policy is not None:
+            self._set(ack_policy=AckPolicy(self.ack_policy))
+        if self.backoff is not None:
+            self._set(backoff=tuple(wire_seconds(step) for step in self.backoff))
+        if self.max_deliver is not None:
+            self._set(max_deliver=unlimited(self.max_deliver))
         self._check_start(where)
         if self.ack_wait is not None:
             if self.ack_wait <= 0:
@@ -135,9 +173,10 @@ class ConsumerSpec:
             )
 
     def _check_backoff(self, where: str) -> None:
-        if any(step <= 0 for step in self.backoff):
+        if any(step <= 0 for step in self.backoff or ()):
             raise InvalidArgumentError(f"{where}: backoff steps must be positive seconds")
-        if self.backoff and self.max_deliver != -1 and len(self.backoff) > self.max_deliver:
+        limited = self.max_deliver not in (None, -1)
+        if self.backoff and limited and len(self.backoff) > self.max_deliver:
             raise InvalidArgumentError(
                 f"{where}: backoff has more steps ({len(self.backoff)}) than max_deliver "
                 f"({self.max_deliver}); shorten it or raise max_deliver"
@@ -176,63 +215,76 @@ class ConsumerSpec:
     def is_push(self) -> bool:
         return self.deliver_subject is not None
 
-    def to_nats(self) -> api.ConsumerConfig:
-        """The nats-py configuration for this spec (durations rounded to nanoseconds)."""
-        filters = list(self.filter_subjects)
-        return _WireConsumerConfig(
-            durable_name=self.durable,
-            name=self.durable,
-            description=self.description,
-            deliver_policy=api.DeliverPolicy(self.deliver_policy.value),
-            opt_start_seq=self.opt_start_seq,
-            opt_start_time=self.opt_start_time,
-            ack_policy=api.AckPolicy(self.ack_policy.value),
-            ack_wait=self.ack_wait,
-            max_deliver=self.max_deliver,
-            backoff=list(self.backoff) or None,
-            filter_subject=filters[0] if len(filters) == 1 else None,
-            filter_subjects=filters if len(filters) > 1 else None,
-            max_ack_pending=self.max_ack_pending,
-            max_waiting=self.max_waiting,
-            deliver_subject=self.deliver_subject,
-            deliver_group=self.deliver_group,
-            flow_control=self.flow_control or None,
-            idle_heartbeat=self.idle_heartbeat,
-        )
+    def to_json(self, only: Iterable[str] | None = None) -> dict[str, Any]:
+        """The declared fields (or those named in `only`) as the JetStream API writes them."""
+        names = [f.name for f in fields(self) if f.name in _WIRE] if only is None else only
+        out: dict[str, Any] = {}
+        for name in names:
+            value = getattr(self, name)
+            if value is not None:
+                out.update(_WIRE[name](value))
+        return out
+
+    def create_json(self) -> dict[str, Any]:
+        """The configuration that creates this consumer: declared fields, the rest defaults."""
+        names = {"durable_name": self.durable, "name": self.durable}
+        return {**names, **_CREATE_DEFAULTS, **self.to_json()}
 
     @classmethod
-    def from_nats(
-        cls, stream: str, config: api.ConsumerConfig, name: str | None = None
+    def from_json(
+        cls, stream: str, config: Mapping[str, Any], name: str | None = None
     ) -> ConsumerSpec:
-        """The spec of a consumer configuration read back from the server.
+        """The spec of a consumer configuration the server reports, every field filled in.
+
+        Not checked as a declaration would be: whatever the server accepted reads back.
 
         Args:
             stream: the consumer's stream.
-            config: the configuration the server reports.
+            config: the configuration JSON the server reports.
             name: the consumer's name, for ephemeral consumers whose config has none.
         """
-        filters = config.filter_subjects or (
-            [config.filter_subject] if config.filter_subject else []
+        filters = config.get("filter_subjects") or (
+            [config["filter_subject"]] if config.get("filter_subject") else []
         )
-        return cls(
+        return unchecked(
+            cls,
             stream=stream,
-            durable=config.durable_name or config.name or name or "",
+            durable=config.get("durable_name") or config.get("name") or name or "",
             filter_subjects=tuple(filters),
-            description=config.description,
-            deliver_policy=DeliverPolicy(wire_value(config.deliver_policy, DeliverPolicy.ALL)),
-            opt_start_seq=config.opt_start_seq,
-            opt_start_time=config.opt_start_time,
-            ack_policy=AckPolicy(wire_value(config.ack_policy, AckPolicy.EXPLICIT)),
-            ack_wait=config.ack_wait or None,
-            max_deliver=config.max_deliver if config.max_deliver is not None else -1,
-            backoff=tuple(config.backoff or ()),
-            max_ack_pending=config.max_ack_pending or None,
-            max_waiting=config.max_waiting or None,
-            deliver_subject=config.deliver_subject,
-            deliver_group=config.deliver_group,
-            flow_control=bool(config.flow_control),
-            idle_heartbeat=config.idle_heartbeat or None,
+            description=config.get("description") or None,
+            deliver_policy=DeliverPolicy(config.get("deliver_policy") or DeliverPolicy.ALL),
+            opt_start_seq=config.get("opt_start_seq") or None,
+            opt_start_time=parse_timestamp(config.get("opt_start_time")),
+            ack_policy=AckPolicy(config.get("ack_policy") or AckPolicy.NONE),
+            ack_wait=from_nanoseconds(config.get("ack_wait")) or None,
+            max_deliver=unlimited(config.get("max_deliver") or -1),
+            backoff=tuple(from_nanoseconds(step) for step in config.get("backoff") or ()),
+            max_ack_pending=config.get("max_ack_pending") or None,
+            max_waiting=config.get("max_waiting") or None,
+            deliver_subject=config.get("deliver_subject") or None,
+            deliver_group=config.get("deliver_group") or None,
+            flow_control=bool(config.get("flow_control")),
+            idle_heartbeat=from_nanoseconds(config.get("idle_heartbeat")) or None,
+            metadata=user_metadata(config.get("metadata")),
         )
+
+    def refused_changes(self, changes: Mapping[str, tuple[Any, Any]]) -> list[str]:
+        """Why the server would refuse `changes` (found -> declared) to this consumer, if so.
+
+        `self` is the consumer as the server reports it.
+        """
+        refusals = [
+            f"{name} cannot change on an existing consumer ({old!r} -> {new!r}); delete and "
+            "re-create it, or declare a new consumer"
+            for name, (old, new) in changes.items()
+            if name in _FIXED or (name in _FIXED_PUSH and self.is_push)
+        ]
+        if "deliver_subject" in changes and not self.is_push:
+            refusals.append(
+                "a pull consumer cannot become a push consumer (deliver_subject); declare a "
+                "new consumer"
+            )
+        return refusals
 
 
 @dataclass(frozen=True)
@@ -258,27 +310,31 @@ class ConsumerState:
     paused: bool
     spec: ConsumerSpec = field(repr=False)
     pause_until: dt.datetime | None = None
+    config: Mapping[str, Any] = field(default_factory=dict, repr=False, compare=False)
 
     @classmethod
-    def from_nats(cls, info: api.ConsumerInfo) -> ConsumerState:
-        delivered = info.delivered or api.SequenceInfo(consumer_seq=0, stream_seq=0)
-        ack_floor = info.ack_floor or api.SequenceInfo(consumer_seq=0, stream_seq=0)
-        paused = bool(info.paused)
-        until = info.config.pause_until if paused else None
+    def from_json(cls, info: Mapping[str, Any]) -> ConsumerState:
+        """The state of a `CONSUMER.INFO` answer (or one item of `CONSUMER.LIST`)."""
+        config = info.get("config") or {}
+        delivered = info.get("delivered") or {}
+        ack_floor = info.get("ack_floor") or {}
+        paused = bool(info.get("paused"))
+        stream = info.get("stream_name", "")
         return cls(
-            stream=info.stream_name,
-            name=info.name,
-            delivered_stream_seq=delivered.stream_seq,
-            delivered_consumer_seq=delivered.consumer_seq,
-            ack_floor_stream_seq=ack_floor.stream_seq,
-            ack_floor_consumer_seq=ack_floor.consumer_seq,
-            num_pending=info.num_pending or 0,
-            num_ack_pending=info.num_ack_pending or 0,
-            num_redelivered=info.num_redelivered or 0,
-            num_waiting=info.num_waiting or 0,
+            stream=stream,
+            name=info.get("name", ""),
+            delivered_stream_seq=delivered.get("stream_seq", 0),
+            delivered_consumer_seq=delivered.get("consumer_seq", 0),
+            ack_floor_stream_seq=ack_floor.get("stream_seq", 0),
+            ack_floor_consumer_seq=ack_floor.get("consumer_seq", 0),
+            num_pending=info.get("num_pending") or 0,
+            num_ack_pending=info.get("num_ack_pending") or 0,
+            num_redelivered=info.get("num_redelivered") or 0,
+            num_waiting=info.get("num_waiting") or 0,
             paused=paused,
-            spec=ConsumerSpec.from_nats(info.stream_name, info.config, name=info.name),
-            pause_until=api.Base._parse_utc_iso(until) if until else None,
+            spec=ConsumerSpec.from_json(stream, config, name=info.get("name")),
+            pause_until=parse_timestamp(config.get("pause_until")) if paused else None,
+            config=config,
         )
 
 

@@ -7,10 +7,7 @@ The declared shape (`ConsumerSpec`) and the state read back (`ConsumerState`) li
 from __future__ import annotations
 
 import datetime as dt
-import json
-from typing import TYPE_CHECKING
-
-from nats.js import api
+from typing import TYPE_CHECKING, Any
 
 from resources.jetstream.consumer_spec import AckPolicy, ConsumerSpec, ConsumerState, DeliverPolicy
 from resources.jetstream.errors import (
@@ -19,6 +16,7 @@ from resources.jetstream.errors import (
     ServerAPIError,
     StreamNotFoundError,
 )
+from resources.jetstream.spec_merge import declared_changes, merged_config, refuse_changes
 from resources.jetstream.streams import fetch_all_pages
 from resources.jetstream.validation import validate_aware_datetime, validate_name, validate_seq
 
@@ -50,24 +48,39 @@ class Consumers:
             ServerAPIError: a consumer of that name exists with another configuration (use
                 `update`), or the server refused the configuration.
         """
-        return self._create(spec, "create")
+        return self._create(spec, spec.create_json(), "create")
 
     def update(self, spec: ConsumerSpec) -> ConsumerState:
-        """Changes an existing consumer's editable settings (the server refuses others).
+        """Changes exactly the settings `spec` declares that differ on the server.
 
-        Fields left None go back to the server's defaults.
+        The server's configuration is read, the differing declared fields are written into
+        it, and the whole of it is sent back: every other setting (undeclared, or not
+        modelled by `ConsumerSpec`, such as max_batch, sample_freq or priority groups)
+        stays as it is. Metadata keys are added or changed, never removed.
 
         Args:
-            spec: the consumer's new configuration.
+            spec: the consumer's new configuration (None fields: keep the server's).
 
         Returns:
-            The updated consumer.
+            The updated consumer (unchanged, without a write, when nothing differs).
 
         Raises:
             ConsumerNotFoundError: the consumer does not exist.
-            ServerAPIError: the server refused the change (e.g. of the deliver policy).
+            InvalidArgumentError: a declared field cannot change on an existing consumer
+                (deliver or ack policy, start, max_waiting, pull <-> push); raised before
+                anything is written.
+            ServerAPIError: the server refused the change.
         """
-        return self._create(spec, "update")
+        where = f"consumer {spec.durable!r} of stream {spec.stream!r}"
+        current = self._info_json(spec.stream, spec.durable)
+        found = ConsumerSpec.from_json(spec.stream, current["config"])
+        changes = declared_changes(found, spec)
+        names = {"stream": spec.stream, "consumer": spec.durable}
+        refuse_changes(where, found.refused_changes(changes), **names)
+        if not changes:
+            return ConsumerState.from_json(current)
+        config = merged_config(current["config"], spec.to_json(only=changes))
+        return self._create(spec, config, "update")
 
     def info(self, stream: str, consumer: str) -> ConsumerState:
         """Returns the consumer's position, counters, pause state and configuration.
@@ -85,13 +98,7 @@ class Consumers:
         """
         validate_name("stream", stream)
         validate_name("consumer", consumer)
-        info = self._client.run(
-            self._client.jsm.consumer_info(stream, consumer),
-            what=f"read consumer {consumer!r} of stream {stream!r}",
-            stream=stream,
-            consumer=consumer,
-        )
-        return ConsumerState.from_nats(info)
+        return ConsumerState.from_json(self._info_json(stream, consumer))
 
     def exists(self, stream: str, consumer: str) -> bool:
         """Whether the consumer exists.
@@ -124,7 +131,7 @@ class Consumers:
         validate_name("stream", stream)
         return fetch_all_pages(
             self._client,
-            f"{self._client.jsm._prefix}.CONSUMER.NAMES.{stream}",
+            f"CONSUMER.NAMES.{stream}",
             "consumers",
             what=f"list consumers of stream {stream!r}",
             stream=stream,
@@ -145,12 +152,12 @@ class Consumers:
         validate_name("stream", stream)
         pages = fetch_all_pages(
             self._client,
-            f"{self._client.jsm._prefix}.CONSUMER.LIST.{stream}",
+            f"CONSUMER.LIST.{stream}",
             "consumers",
             what=f"list consumers of stream {stream!r}",
             stream=stream,
         )
-        return [ConsumerState.from_nats(api.ConsumerInfo.from_response(c)) for c in pages]
+        return [ConsumerState.from_json(page) for page in pages]
 
     def delete(self, stream: str, consumer: str) -> None:
         """Deletes the consumer and its state.
@@ -260,8 +267,9 @@ class Consumers:
             f" to sequence {seq}" if seq is not None else ""
         )
         try:
-            result = self._client.run(
-                self._client.jsm.reset_consumer(stream, consumer, seq),
+            result = self._client.api_request(
+                f"CONSUMER.RESET.{stream}.{consumer}",
+                {"seq": seq} if seq else None,
                 what=what,
                 stream=stream,
                 consumer=consumer,
@@ -280,29 +288,29 @@ class Consumers:
                 consumer=consumer,
                 seq=seq,
             ) from error
-        return ConsumerState.from_nats(result.info)
+        return ConsumerState.from_json(result)
 
-    def _create(self, spec: ConsumerSpec, action: str) -> ConsumerState:
+    def _info_json(self, stream: str, consumer: str) -> dict[str, Any]:
+        """The server's `CONSUMER.INFO` answer, as JSON."""
+        return self._client.api_request(
+            f"CONSUMER.INFO.{stream}.{consumer}",
+            what=f"read consumer {consumer!r} of stream {stream!r}",
+            stream=stream,
+            consumer=consumer,
+        )
+
+    def _create(self, spec: ConsumerSpec, config: dict[str, Any], action: str) -> ConsumerState:
         """`CONSUMER.CREATE` with an action: 'create' fails on a different existing consumer,
         'update' on a missing one (nats-py's `add_consumer` sends no action: it upserts)."""
-        jsm = self._client.jsm
         names = {"stream": spec.stream, "consumer": spec.durable}
-        subject = f"{jsm._prefix}.CONSUMER.CREATE.{spec.stream}.{spec.durable}"
-        if len(spec.filter_subjects) == 1:
-            subject += f".{spec.filter_subjects[0]}"
-        request = {"stream_name": spec.stream, "config": spec.to_nats().as_dict(), "action": action}
+        api = f"CONSUMER.CREATE.{spec.stream}.{spec.durable}"
+        if config.get("filter_subject") and not config.get("filter_subjects"):
+            api += f".{config['filter_subject']}"
+        request = {"stream_name": spec.stream, "config": config, "action": action}
         verb = "add consumer" if action == "create" else "update consumer"
         what = f"{verb} {spec.durable!r} of stream {spec.stream!r}"
         try:
-            answer = self._client.run(
-                jsm._api_request(
-                    subject,
-                    json.dumps(request).encode(),
-                    timeout=self._client.settings.request_timeout,
-                ),
-                what=what,
-                **names,
-            )
+            answer = self._client.api_request(api, request, what=what, **names)
         except ServerAPIError as error:
             if error.err_code == CONSUMER_EXISTS:
                 raise ServerAPIError(
@@ -319,7 +327,7 @@ class Consumers:
                     **names,
                 ) from error
             raise
-        return ConsumerState.from_nats(api.ConsumerInfo.from_response(answer))
+        return ConsumerState.from_json(answer)
 
 
 __all__ = ["AckPolicy", "ConsumerSpec", "ConsumerState", "Consumers", "DeliverPolicy"]

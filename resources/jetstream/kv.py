@@ -204,8 +204,10 @@ class KeyValueBucket:
 
     def status(self) -> KvStatus:
         """Returns the bucket's configuration and counters."""
-        info = self._call(self._client.js.stream_info(self._stream), "read the status of")
-        return KvStatus.from_state(self.name, StreamState.from_nats(info))
+        jsm, timeout = self._client.jsm, self._client.settings.request_timeout
+        request = jsm._api_request(f"{jsm._prefix}.STREAM.INFO.{self._stream}", timeout=timeout)
+        info = self._call(request, "read the status of")  # its errors name the bucket
+        return KvStatus.from_state(self.name, StreamState.from_json(info))
 
     def destroy(self) -> None:
         """Deletes the bucket with every key and revision.

@@ -128,7 +128,7 @@ def pipeline_permissions(
             f"{api}.STREAM.INFO.{stream}",
             f"{api}.CONSUMER.INFO.{stream}.{durable}",
             f"{api}.CONSUMER.CREATE.{stream}.{durable}",
-            *(f"{api}.CONSUMER.CREATE.{stream}.{durable}.{f}" for f in spec.filter_subjects),
+            *(f"{api}.CONSUMER.CREATE.{stream}.{durable}.{f}" for f in spec.filter_subjects or ()),
             f"{api}.CONSUMER.DURABLE.CREATE.{stream}.{durable}",
             f"{api}.CONSUMER.MSG.NEXT.{stream}.{durable}",
             f"{api}.CONSUMER.RESET.{stream}.{durable}",

@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import base64
 import datetime as dt
-import json
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -217,16 +216,8 @@ class StreamMessages:
         return StoredMessage.from_api(stream, answer["message"])
 
     def _request(self, endpoint: str, stream: str, request: dict[str, Any], what: str, **names):
-        jsm = self._client.jsm
-        return self._client.run(
-            jsm._api_request(
-                f"{jsm._prefix}.{endpoint}.{stream}",
-                json.dumps(request).encode(),
-                timeout=self._client.settings.request_timeout,
-            ),
-            what=what,
-            stream=stream,
-            **names,
+        return self._client.api_request(
+            f"{endpoint}.{stream}", request, what=what, stream=stream, **names
         )
 
 

@@ -7,21 +7,21 @@ inherits the latter, and this module re-exports the former.
 
 from __future__ import annotations
 
-import json
 from typing import TYPE_CHECKING, Any
-
-from nats.js import api
 
 from resources.jetstream.errors import (
     NoStreamForSubjectError,
     ServerAPIError,
     StreamNotFoundError,
 )
+from resources.jetstream.spec_merge import declared_changes, merged_config, refuse_changes
 from resources.jetstream.stream_messages import StoredMessage, StreamMessages
 from resources.jetstream.stream_spec import (
+    Compression,
     Discard,
     Retention,
     Storage,
+    StreamSource,
     StreamSpec,
     StreamState,
     wire_value,
@@ -46,7 +46,7 @@ def fetch_all_pages(
 
     Args:
         client: the client that runs the requests.
-        subject: the API subject, e.g. '$JS.API.STREAM.LIST'.
+        subject: the API endpoint, e.g. 'STREAM.LIST'.
         key: the answer's list field ('streams', 'consumers').
         what: the operation, for error messages.
         body: more request fields (e.g. a subject filter); `offset` is added.
@@ -57,11 +57,8 @@ def fetch_all_pages(
     """
     items: list[Any] = []
     while True:
-        request = json.dumps({**(body or {}), "offset": len(items)}).encode()
-        page = client.run(
-            client.jsm._api_request(subject, request, timeout=client.settings.request_timeout),
-            what=what,
-            **names,
+        page = client.api_request(
+            subject, {**(body or {}), "offset": len(items)}, what=what, **names
         )
         batch = page.get(key) or []
         items.extend(batch)
@@ -78,6 +75,8 @@ class Streams(StreamMessages):
     def add(self, spec: StreamSpec) -> StreamState:
         """Creates the stream; if it exists with the same config, returns it unchanged.
 
+        Settings the spec leaves None take the server's defaults (`allow_direct` is True).
+
         Args:
             spec: the stream.
 
@@ -88,25 +87,40 @@ class Streams(StreamMessages):
             ServerAPIError: the name is taken by a stream with another configuration, the
                 subjects overlap another stream's, or replicas exceed the cluster.
         """
-        return self._call("add", spec, self._jsm.add_stream(spec.to_nats()))
+        return self._write("add", "CREATE", spec, spec.create_json())
 
     def update(self, spec: StreamSpec) -> StreamState:
-        """Changes an existing stream's configuration (e.g. adds a subject).
+        """Changes exactly the settings `spec` declares that differ on the server.
 
-        A `duplicate_window` of None resets the window to the server's default. Storage,
-        retention (mostly) and the name cannot change; the server refuses those.
+        The server's configuration is read, the differing declared fields are written into
+        it, and the whole of it is sent back: every other setting (undeclared, or not
+        modelled by `StreamSpec` at all, such as republish or subject transforms) stays as
+        it is. Metadata keys are added or changed, never removed. A spec read back from the
+        server and changed with `dataclasses.replace` changes just the replaced field.
 
         Args:
-            spec: the stream's new configuration.
+            spec: the stream's new configuration (None fields: keep the server's).
 
         Returns:
-            The updated stream.
+            The updated stream (unchanged, without a write, when nothing differs).
 
         Raises:
             StreamNotFoundError: the stream does not exist.
+            InvalidArgumentError: a declared field cannot change on this stream (storage,
+                retention to or from work queue, deny_delete/deny_purge off, a mirror's
+                upstream); raised before anything is written.
             ServerAPIError: the server refused the change.
         """
-        return self._call("update", spec, self._jsm.update_stream(spec.to_nats()))
+        what = f"update stream {spec.name!r}"
+        current = self._info_json(spec.name, what)
+        found = StreamSpec.from_json(current["config"])
+        changes = declared_changes(found, spec)
+        where = f"stream {spec.name!r}"
+        refuse_changes(where, found.refused_changes(changes), stream=spec.name)
+        if not changes:
+            return StreamState.from_json(current)
+        config = merged_config(current["config"], spec.to_json(only=changes))
+        return self._write("update", "UPDATE", spec, config)
 
     def info(self, name: str) -> StreamState:
         """Returns the stream's configuration and state.
@@ -115,16 +129,13 @@ class Streams(StreamMessages):
             name: the stream.
 
         Returns:
-            Its configuration (`.spec`) and counters.
+            Its configuration (`.spec`, and `.config` as the server's JSON) and counters.
 
         Raises:
             StreamNotFoundError: the stream does not exist.
         """
         validate_name("stream", name)
-        info = self._client.run(
-            self._jsm.stream_info(name), what=f"read stream {name!r}", stream=name
-        )
-        return StreamState.from_nats(info)
+        return StreamState.from_json(self._info_json(name, f"read stream {name!r}"))
 
     def exists(self, name: str) -> bool:
         """Whether the stream exists.
@@ -153,12 +164,12 @@ class Streams(StreamMessages):
         body = {"subject": validate_subject(subject)} if subject is not None else None
         pages = fetch_all_pages(
             self._client,
-            f"{self._jsm._prefix}.STREAM.LIST",
+            "STREAM.LIST",
             "streams",
             what="list streams",
             body=body,
         )
-        return [StreamState.from_nats(api.StreamInfo.from_response(s)) for s in pages]
+        return [StreamState.from_json(page) for page in pages]
 
     def names(self, subject: str | None = None) -> list[str]:
         """The names of every stream (all pages), or of those overlapping `subject`.
@@ -172,7 +183,7 @@ class Streams(StreamMessages):
         body = {"subject": validate_subject(subject)} if subject is not None else None
         return fetch_all_pages(
             self._client,
-            f"{self._jsm._prefix}.STREAM.NAMES",
+            "STREAM.NAMES",
             "streams",
             what="list stream names",
             body=body,
@@ -212,16 +223,22 @@ class Streams(StreamMessages):
         validate_name("stream", name)
         self._client.run(self._jsm.delete_stream(name), what=f"delete stream {name!r}", stream=name)
 
-    def _call(self, verb: str, spec: StreamSpec, coro) -> StreamState:
+    def _info_json(self, name: str, what: str) -> dict[str, Any]:
+        """The server's `STREAM.INFO` answer for `name`, as JSON."""
+        return self._client.api_request(f"STREAM.INFO.{name}", what=what, stream=name)
+
+    def _write(self, verb: str, api_verb: str, spec: StreamSpec, config: dict) -> StreamState:
         what = f"{verb} stream {spec.name!r}"
         try:
-            info = self._client.run(coro, what=what, stream=spec.name)
+            answer = self._client.api_request(
+                f"STREAM.{api_verb}.{spec.name}", config, what=what, stream=spec.name
+            )
         except ServerAPIError as error:
             explained = _explained(error, what, spec)
             if explained is None:
                 raise
             raise explained from error
-        return StreamState.from_nats(info)
+        return StreamState.from_json(answer)
 
     @property
     def _jsm(self):
@@ -250,10 +267,12 @@ def _explained(error: ServerAPIError, what: str, spec: StreamSpec) -> ServerAPIE
 
 
 __all__ = [
+    "Compression",
     "Discard",
     "Retention",
     "Storage",
     "StoredMessage",
+    "StreamSource",
     "StreamSpec",
     "StreamState",
     "Streams",

@@ -2,7 +2,11 @@
 
 `reconcile` creates what is missing, updates what drifted, reports every change, and deletes
 nothing unless asked (`delete_undeclared=True`, which only touches consumers of declared
-streams).
+streams). It is safe on a server other tools also manage: only the fields a spec declares
+are compared and changed (every other setting stays as the server has it), every change is
+planned and checked before the first write, and a stream is never scaled down to fewer
+replicas unless asked (`allow_fewer_replicas=True`). `plan` says what it would do, writing
+nothing.
 
 Examples:
     >>> topology = Topology(
@@ -16,13 +20,14 @@ Examples:
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field, fields
+from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import TYPE_CHECKING, Any
 
 from resources.jetstream.buckets import KeyValueSpec, ObjectStoreSpec
 from resources.jetstream.consumers import ConsumerSpec
 from resources.jetstream.errors import InvalidArgumentError
+from resources.jetstream.spec_merge import declared_changes, refuse_changes
 from resources.jetstream.streams import StreamSpec
 
 if TYPE_CHECKING:
@@ -38,12 +43,17 @@ class Action(StrEnum):
 
 @dataclass(frozen=True)
 class Change:
-    """What reconcile did to one object; `diff` maps a field to (found, declared)."""
+    """What reconcile did (or `plan` would do) to one object.
+
+    `diff` maps each declared field that differs to (found, declared); `spec` is the
+    declared object.
+    """
 
     kind: str
     name: str
     action: Action
     diff: dict[str, tuple[Any, Any]] = field(default_factory=dict)
+    spec: Any = field(default=None, repr=False, compare=False)
 
     def __str__(self) -> str:
         details = ", ".join(f"{k}: {old!r} -> {new!r}" for k, (old, new) in self.diff.items())
@@ -88,59 +98,126 @@ class Topology:
 def diff_specs(found: Any, declared: Any) -> dict[str, tuple[Any, Any]]:
     """Fields where `found` (read back from the server) differs from `declared`.
 
-    A declared `None` means "the server's default" and is not compared.
+    A declared `None` is not declared and not compared; metadata is compared for the
+    declared keys only (see `spec_merge.declared_changes`).
     """
-    changes = {}
-    for f in fields(declared):
-        want, have = getattr(declared, f.name), getattr(found, f.name)
-        if want is not None and want != have:
-            changes[f.name] = (have, want)
+    return declared_changes(found, declared)
+
+
+def plan(
+    client: JetStreamClient,
+    topology: Topology,
+    *,
+    delete_undeclared: bool = False,
+    allow_fewer_replicas: bool = False,
+) -> list[Change]:
+    """What `reconcile` would do, read from the server; nothing is written.
+
+    Args:
+        client: a JetStream client.
+        topology: the declared objects.
+        delete_undeclared: also plan to delete consumers of declared streams that the
+            topology does not declare.
+        allow_fewer_replicas: allow a declared stream to have fewer replicas than it has.
+
+    Returns:
+        One change per declared object (and per consumer to delete), in order.
+
+    Raises:
+        InvalidArgumentError: a declared field cannot change on the server (storage,
+            retention to or from work queue, a consumer's deliver policy, ...), or a stream
+            would lose replicas; it names the object and the field.
+    """
+    changes: list[Change] = []
+    for spec in topology.streams:
+        if not client.streams.exists(spec.name):
+            changes.append(Change("stream", spec.name, Action.CREATED, spec=spec))
+            continue
+        found = client.streams.info(spec.name).spec
+        diff = diff_specs(found, spec)
+        refusals = found.refused_changes(diff)
+        old, new = diff.get("replicas", (0, 0))
+        if new < old and not allow_fewer_replicas:
+            refusals.append(
+                f"replicas would go down from {old} to {new}; reconcile never scales a stream "
+                "down unless asked (allow_fewer_replicas=True), so declare "
+                f"replicas={old} or leave replicas undeclared"
+            )
+        refuse_changes(f"stream {spec.name!r}", refusals, stream=spec.name)
+        changes.append(_change("stream", spec.name, diff, spec))
+    for spec in topology.consumers:
+        name = f"{spec.stream}/{spec.durable}"
+        if not client.consumers.exists(spec.stream, spec.durable):
+            changes.append(Change("consumer", name, Action.CREATED, spec=spec))
+            continue
+        found = client.consumers.info(spec.stream, spec.durable).spec
+        diff = diff_specs(found, spec)
+        where = f"consumer {spec.durable!r} of stream {spec.stream!r}"
+        refuse_changes(where, found.refused_changes(diff), stream=spec.stream, consumer=name)
+        changes.append(_change("consumer", name, diff, spec))
+    if delete_undeclared:
+        declared = {(c.stream, c.durable) for c in topology.consumers}
+        for stream in topology.streams:
+            if not client.streams.exists(stream.name):
+                continue
+            for existing in client.consumers.names(stream.name):
+                if (stream.name, existing) not in declared:
+                    name = f"{stream.name}/{existing}"
+                    changes.append(Change("consumer", name, Action.DELETED, spec=stream.name))
+    for bucket in (*topology.kv_buckets, *topology.object_buckets):
+        exists = client.streams.exists(bucket.stream_name)
+        action = Action.UNCHANGED if exists else Action.CREATED
+        changes.append(Change(bucket.kind, bucket.bucket, action, spec=bucket))
     return changes
 
 
 def reconcile(
-    client: JetStreamClient, topology: Topology, *, delete_undeclared: bool = False
+    client: JetStreamClient,
+    topology: Topology,
+    *,
+    delete_undeclared: bool = False,
+    allow_fewer_replicas: bool = False,
 ) -> list[Change]:
     """Makes the server match the topology and returns what changed.
+
+    Everything is planned and checked first (`plan`); only then is anything written. An
+    update changes only the declared fields that differ and keeps every other setting.
 
     Args:
         client: a JetStream client.
         topology: the declared objects.
         delete_undeclared: also delete consumers of declared streams that the topology does
             not declare. Streams and buckets are never deleted here.
+        allow_fewer_replicas: allow lowering a stream's replicas to the declared number.
+
+    Raises:
+        InvalidArgumentError: as `plan`, before anything is written.
     """
-    changes: list[Change] = []
-    for spec in topology.streams:
-        if not client.streams.exists(spec.name):
-            client.streams.add(spec)
-            changes.append(Change("stream", spec.name, Action.CREATED))
-            continue
-        diff = diff_specs(client.streams.info(spec.name).spec, spec)
-        if diff:
-            client.streams.update(spec)
-        changes.append(
-            Change("stream", spec.name, Action.UPDATED if diff else Action.UNCHANGED, diff)
-        )
-    for spec in topology.consumers:
-        name = f"{spec.stream}/{spec.durable}"
-        if not client.consumers.exists(spec.stream, spec.durable):
-            client.consumers.add(spec)
-            changes.append(Change("consumer", name, Action.CREATED))
-            continue
-        diff = diff_specs(client.consumers.info(spec.stream, spec.durable).spec, spec)
-        if diff:
-            client.consumers.update(spec)
-        changes.append(Change("consumer", name, Action.UPDATED if diff else Action.UNCHANGED, diff))
-    if delete_undeclared:
-        declared = {(c.stream, c.durable) for c in topology.consumers}
-        for stream in topology.streams:
-            for existing in client.consumers.names(stream.name):
-                if (stream.name, existing) not in declared:
-                    client.consumers.delete(stream.name, existing)
-                    changes.append(Change("consumer", f"{stream.name}/{existing}", Action.DELETED))
-    for bucket in (*topology.kv_buckets, *topology.object_buckets):
-        created = bucket.ensure(client)
-        changes.append(
-            Change(bucket.kind, bucket.bucket, Action.CREATED if created else Action.UNCHANGED)
-        )
+    changes = plan(
+        client,
+        topology,
+        delete_undeclared=delete_undeclared,
+        allow_fewer_replicas=allow_fewer_replicas,
+    )
+    for change in changes:
+        _apply(client, change)
     return changes
+
+
+def _change(kind: str, name: str, diff: dict[str, tuple[Any, Any]], spec: Any) -> Change:
+    return Change(kind, name, Action.UPDATED if diff else Action.UNCHANGED, diff, spec)
+
+
+def _apply(client: JetStreamClient, change: Change) -> None:
+    spec = change.spec
+    if change.action is Action.UNCHANGED:
+        return
+    if change.kind == "stream":
+        (client.streams.add if change.action is Action.CREATED else client.streams.update)(spec)
+    elif change.kind == "consumer" and change.action is Action.DELETED:
+        client.consumers.delete(spec, change.name.split("/", 1)[1])
+    elif change.kind == "consumer":
+        add = change.action is Action.CREATED
+        (client.consumers.add if add else client.consumers.update)(spec)
+    else:
+        spec.ensure(client)
