@@ -16,7 +16,12 @@ from resources.jetstream.errors import (
     ServerAPIError,
     StreamNotFoundError,
 )
-from resources.jetstream.spec_merge import declared_changes, merged_config, refuse_changes
+from resources.jetstream.spec_merge import (
+    check_applied,
+    declared_changes,
+    merged_config,
+    refuse_changes,
+)
 from resources.jetstream.streams import fetch_all_pages
 from resources.jetstream.validation import validate_aware_datetime, validate_name, validate_seq
 
@@ -69,6 +74,8 @@ class Consumers:
             InvalidArgumentError: a declared field cannot change on an existing consumer
                 (deliver or ack policy, start, max_waiting, pull <-> push); raised before
                 anything is written.
+            UpdateNotAppliedError: the server accepted the update but kept a declared
+                field as it was (forced by another setting).
             ServerAPIError: the server refused the change.
         """
         where = f"consumer {spec.durable!r} of stream {spec.stream!r}"
@@ -80,7 +87,9 @@ class Consumers:
         if not changes:
             return ConsumerState.from_json(current)
         config = merged_config(current["config"], spec.to_json(only=changes))
-        return self._create(spec, config, "update")
+        state = self._create(spec, config, "update")
+        check_applied(where, state.spec, spec, **names)
+        return state
 
     def info(self, stream: str, consumer: str) -> ConsumerState:
         """Returns the consumer's position, counters, pause state and configuration.

@@ -104,6 +104,21 @@ class ObjectCorruptedError(JetStreamError):
     """An object's bytes do not match its recorded SHA-256 digest or size."""
 
 
+class UpdateNotAppliedError(JetStreamError):
+    """The server accepted an update but kept a declared setting as it was.
+
+    Some settings are forced by others (a stream with subject delete markers keeps
+    roll-ups on, a sealed stream keeps discard 'new'). The other declared changes were made.
+
+    Attributes:
+        kept: field -> (value the server kept, value declared).
+    """
+
+    def __init__(self, message: str, *, kept: dict, **names) -> None:
+        super().__init__(message, **names)
+        self.kept = kept
+
+
 class ServerAPIError(JetStreamError):
     """The JetStream API answered with an error not covered by a more specific class.
 

@@ -16,7 +16,7 @@ from collections.abc import Mapping
 from dataclasses import fields
 from typing import Any, TypeVar
 
-from resources.jetstream.errors import InvalidArgumentError
+from resources.jetstream.errors import InvalidArgumentError, UpdateNotAppliedError
 
 T = TypeVar("T")
 
@@ -104,8 +104,29 @@ def refuse_changes(where: str, refusals: list[str], **names: Any) -> None:
         )
 
 
+def check_applied(where: str, result: Any, declared: Any, **names: Any) -> None:
+    """Raises when the spec the server reports after an update still differs from `declared`.
+
+    Args:
+        where: the object, e.g. "stream 'ORDERS'".
+        result: the spec read back from the server's answer to the update.
+        declared: the spec that was sent.
+    """
+    kept = declared_changes(result, declared)
+    if kept:
+        details = ", ".join(f"{k}={old!r} (declared {new!r})" for k, (old, new) in kept.items())
+        raise UpdateNotAppliedError(
+            f"updated {where}, but the server kept {details}: it forces these from other "
+            "settings (see the state's `config`); the other declared changes were made. "
+            "Declare the value the server keeps, or leave the field undeclared",
+            kept=kept,
+            **names,
+        )
+
+
 __all__ = [
     "RESERVED_METADATA",
+    "check_applied",
     "check_metadata",
     "declared_changes",
     "merged_config",

@@ -14,7 +14,12 @@ from resources.jetstream.errors import (
     ServerAPIError,
     StreamNotFoundError,
 )
-from resources.jetstream.spec_merge import declared_changes, merged_config, refuse_changes
+from resources.jetstream.spec_merge import (
+    check_applied,
+    declared_changes,
+    merged_config,
+    refuse_changes,
+)
 from resources.jetstream.stream_messages import StoredMessage, StreamMessages
 from resources.jetstream.stream_spec import (
     Compression,
@@ -109,6 +114,8 @@ class Streams(StreamMessages):
             InvalidArgumentError: a declared field cannot change on this stream (storage,
                 retention to or from work queue, deny_delete/deny_purge off, a mirror's
                 upstream); raised before anything is written.
+            UpdateNotAppliedError: the server accepted the update but kept a declared
+                field as it was (forced by another setting).
             ServerAPIError: the server refused the change.
         """
         what = f"update stream {spec.name!r}"
@@ -120,7 +127,9 @@ class Streams(StreamMessages):
         if not changes:
             return StreamState.from_json(current)
         config = merged_config(current["config"], spec.to_json(only=changes))
-        return self._write("update", "UPDATE", spec, config)
+        state = self._write("update", "UPDATE", spec, config)
+        check_applied(where, state.spec, spec, stream=spec.name)
+        return state
 
     def info(self, name: str) -> StreamState:
         """Returns the stream's configuration and state.
