@@ -50,7 +50,7 @@ def build_stream_asset_spec(stream: StreamSpec) -> AssetSpec:
         description=stream.description or f"JetStream stream {stream.name}",
         group_name="jetstream",
         kinds={"nats"},
-        metadata={"subjects": MetadataValue.text(", ".join(stream.subjects))},
+        metadata={"subjects": MetadataValue.text(", ".join(stream.subjects or ()))},
     )
 
 
