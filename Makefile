@@ -12,7 +12,7 @@ STAMP  := $(VENV)/.installed
 EVENTS ?= 1000
 PYTEST_ARGS ?=
 
-.PHONY: setup browser demo test dev lint bench clean lock
+.PHONY: setup browser interop demo test dev lint bench clean lock
 
 $(STAMP): pyproject.toml constraints.txt
 	@test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -34,7 +34,15 @@ browser:
 	   apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null; } || \
 	 echo "chromium is missing: apt-get install -y chromium, or set JSL_SKIP_BROWSER_TESTS=1"
 
-test: setup browser
+# The nats.js interop tests run real nats.js (npm packages pinned in tests/interop); they
+# skip, saying why, where Node.js is missing.
+interop: tests/interop/node_modules/.package-lock.json
+
+tests/interop/node_modules/.package-lock.json: tests/interop/package-lock.json
+	@command -v npm >/dev/null && npm ci --prefix tests/interop --no-audit --no-fund --loglevel=error || \
+	 echo "npm is missing: the nats.js interop tests will skip"
+
+test: setup browser interop
 	$(PY) -m pytest $(PYTEST_ARGS)
 
 dev: setup
