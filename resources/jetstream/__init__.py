@@ -16,12 +16,21 @@ from resources.jetstream.push import PushSubscription
 from resources.jetstream.resource import JetStreamResource
 from resources.jetstream.server import EmbeddedNatsServer
 from resources.jetstream.stream_messages import StoredMessage
-from resources.jetstream.streams import Discard, Retention, Storage, StreamSpec, StreamState
-from resources.jetstream.topology import Change, Topology, reconcile
+from resources.jetstream.streams import (
+    Compression,
+    Discard,
+    Retention,
+    Storage,
+    StreamSource,
+    StreamSpec,
+    StreamState,
+)
+from resources.jetstream.topology import Change, Topology, plan, reconcile
 
 __all__ = [
     "AckPolicy",
     "Change",
+    "Compression",
     "ConnectionSettings",
     "ConsumerSpec",
     "ConsumerState",
@@ -46,8 +55,10 @@ __all__ = [
     "Retention",
     "Storage",
     "StoredMessage",
+    "StreamSource",
     "StreamSpec",
     "StreamState",
     "Topology",
+    "plan",
     "reconcile",
 ]
