@@ -153,7 +153,9 @@ def plan(
         found = client.consumers.info(spec.stream, spec.durable).spec
         diff = diff_specs(found, spec)
         where = f"consumer {spec.durable!r} of stream {spec.stream!r}"
-        refuse_changes(where, found.refused_changes(diff), stream=spec.stream, consumer=name)
+        refuse_changes(
+            where, found.refused_changes(diff), stream=spec.stream, consumer=spec.durable
+        )
         changes.append(_change("consumer", name, diff, spec))
     if delete_undeclared:
         declared = {(c.stream, c.durable) for c in topology.consumers}
