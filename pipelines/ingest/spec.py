@@ -40,6 +40,10 @@ class IngestSpec:
         lease_ttl: seconds a run's lease lasts unless renewed (a dead run blocks no longer).
         lease_wait: seconds a run waits for another run's lease; 0 fails at once.
         checkpoint_bucket: the KV bucket holding checkpoints and leases.
+        max_lag_messages: the `consumer_lag` check fails when more messages wait (None: no
+            bound on the count).
+        max_lag_age: the check fails when the oldest waiting message has waited longer, in
+            seconds (None: no bound on the age).
     """
 
     name: str
@@ -56,6 +60,8 @@ class IngestSpec:
     lease_ttl: float = 600  # seconds
     lease_wait: float = 0  # seconds
     checkpoint_bucket: str = "lakehouse-checkpoints"
+    max_lag_messages: int | None = None
+    max_lag_age: float | None = 3_600  # seconds
 
     def __post_init__(self) -> None:
         validate_name("stream", self.stream)
@@ -69,6 +75,13 @@ class IngestSpec:
             raise InvalidArgumentError(
                 f"ingest {self.name!r}: max_messages, max_bytes, readers, pull_batch and "
                 "rows_per_batch must be >= 1"
+            )
+        if (self.max_lag_messages is not None and self.max_lag_messages < 0) or (
+            self.max_lag_age is not None and self.max_lag_age <= 0
+        ):
+            raise InvalidArgumentError(
+                f"ingest {self.name!r}: max_lag_messages must be >= 0 and max_lag_age positive "
+                "(or None for no bound)"
             )
         if self.lease_ttl <= 0 or self.lease_wait < 0:
             raise InvalidArgumentError(

@@ -115,6 +115,31 @@ class StreamMessages:
         what = f"read the last message on {subject!r} of stream {stream!r}"
         return self._get(stream, {"last_by_subj": subject}, what)
 
+    def get_next_message(
+        self, stream: str, seq: int, subject: str | None = None
+    ) -> StoredMessage | None:
+        """Reads the first message stored at or after `seq` (on `subject`, if given).
+
+        Args:
+            stream: the stream.
+            seq: the first sequence to look at (>= 1).
+            subject: a subject or wildcard filter; None: any subject.
+
+        Returns:
+            The message, or None if nothing matching is stored at or after `seq`.
+
+        Raises:
+            StreamNotFoundError: the stream does not exist.
+        """
+        validate_name("stream", stream)
+        validate_seq("seq", seq)
+        request = {"seq": seq, "next_by_subj": validate_subject(subject or ">")}
+        what = f"read the next message at or after {seq} of stream {stream!r}"
+        try:
+            return self._get(stream, request, what, seq=seq)
+        except MessageNotFoundError:
+            return None
+
     def first_seq_at(self, stream: str, moment: dt.datetime) -> int | None:
         """The sequence of the first message the stream stored at or after `moment`.
 

@@ -8,6 +8,7 @@ stores, so a declared spec and the spec read back compare field by field.
 
 from __future__ import annotations
 
+import datetime as dt
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field, fields
 from enum import StrEnum
@@ -15,7 +16,7 @@ from typing import Any
 
 from resources.jetstream.errors import InvalidArgumentError
 from resources.jetstream.spec_merge import check_metadata, unchecked, user_metadata
-from resources.jetstream.stream_source import StreamSource
+from resources.jetstream.stream_source import StreamSource, parse_timestamp
 from resources.jetstream.validation import validate_name, validate_subject
 
 
@@ -267,8 +268,9 @@ class StreamSpec:
 class StreamState:
     """A stream's configuration and counters at one moment.
 
-    `config` is the configuration exactly as the server reported it (JSON), including the
-    settings `spec` does not model.
+    `first_time` and `last_time` are when the first and last stored messages were stored
+    (None for an empty stream). `config` is the configuration exactly as the server reported
+    it (JSON), including the settings `spec` does not model.
     """
 
     name: str
@@ -281,6 +283,8 @@ class StreamState:
     num_deleted: int
     spec: StreamSpec = field(repr=False)
     config: Mapping[str, Any] = field(default_factory=dict, repr=False, compare=False)
+    first_time: dt.datetime | None = None
+    last_time: dt.datetime | None = None
 
     @classmethod
     def from_json(cls, info: Mapping[str, Any]) -> StreamState:
@@ -297,6 +301,8 @@ class StreamState:
             num_deleted=state.get("num_deleted") or 0,
             spec=StreamSpec.from_json(config),
             config=config,
+            first_time=parse_timestamp(state.get("first_ts")) if state.get("messages") else None,
+            last_time=parse_timestamp(state.get("last_ts")) if state.get("messages") else None,
         )
 
 
