@@ -8,7 +8,7 @@ an environment variable:
 | setting            | env var                      | default                      |
 |--------------------|------------------------------|------------------------------|
 | master             | `JSL_SPARK_MASTER`           | `local[2]`                   |
-| remote (Connect)   | `SPARK_REMOTE`               | unset                        |
+| remote (Connect)   | `SPARK_REMOTE`               | unset (no ingest over it yet) |
 | driver_memory      | `JSL_SPARK_DRIVER_MEMORY`    | `4g`                         |
 | shuffle_partitions | `JSL_SPARK_SHUFFLE_PARTITIONS` | `4`                        |
 | ui_enabled         | `JSL_SPARK_UI`               | `false`                      |
@@ -17,6 +17,8 @@ an environment variable:
 
 Delta Lake's jars are resolved by Spark from Maven Central (`spark.jars.packages`, cached
 under `~/.ivy2.5.2`) unless `jars` lists local jar files, for machines without Maven access.
+More packages (e.g. `org.apache.hadoop:hadoop-aws:<version>` for an `s3a://` table root) go in
+`spark.jars.packages` of `extra_conf` or `JSL_SPARK_CONF`; they are resolved beside Delta's.
 """
 
 from __future__ import annotations
@@ -126,6 +128,26 @@ class SparkSettings:
         return {**conf, **self.extra_conf}
 
 
+def session_builder(settings: SparkSettings):
+    """The configured `SparkSession.Builder` (local or cluster master), before it starts.
+
+    Delta's package is added to `spark.jars.packages` (unless `jars` lists local jars), with
+    any packages the settings' `spark.jars.packages` names kept beside it.
+    """
+    from pyspark.sql import SparkSession
+
+    builder = SparkSession.builder.master(settings.master).appName(settings.app_name)
+    conf = settings.conf()
+    for key, value in conf.items():
+        builder = builder.config(key, value)
+    if not settings.jars:
+        from delta import configure_spark_with_delta_pip
+
+        extra = [p.strip() for p in conf.get("spark.jars.packages", "").split(",") if p.strip()]
+        builder = configure_spark_with_delta_pip(builder, extra_packages=extra)
+    return builder
+
+
 def build_spark_session(settings: SparkSettings):
     """Returns the process's SparkSession with Delta, creating it on first call.
 
@@ -140,14 +162,7 @@ def build_spark_session(settings: SparkSettings):
         # Python workers must run this interpreter (the virtualenv), not `python3` on PATH;
         # PySpark reads only this variable when it starts its workers.
         os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
-    builder = SparkSession.builder.master(settings.master).appName(settings.app_name)
-    for key, value in settings.conf().items():
-        builder = builder.config(key, value)
-    if not settings.jars:
-        from delta import configure_spark_with_delta_pip
-
-        builder = configure_spark_with_delta_pip(builder)
-    session = builder.getOrCreate()
+    session = session_builder(settings).getOrCreate()
     session.sparkContext.setLogLevel("WARN")
     return session
 

@@ -2,7 +2,13 @@
 
 from delta.tables import DeltaTable
 
-from resources.spark import DELTA_CATALOG, DELTA_EXTENSION, SparkResource, SparkSettings
+from resources.spark import (
+    DELTA_CATALOG,
+    DELTA_EXTENSION,
+    SparkResource,
+    SparkSettings,
+    session_builder,
+)
 
 
 def test_defaults_size_the_driver_turn_on_delta_and_arrow_and_skip_the_write_sort():
@@ -43,6 +49,16 @@ def test_environment_overrides_defaults_and_config_overrides_environment():
     assert from_config.master == "local[1]"
     assert from_config.conf()["spark.driver.memory"] == "2g"
     assert from_config.conf()["spark.x"] == "config"
+
+
+def test_extra_packages_from_the_environment_are_resolved_beside_deltas():
+    hadoop_aws = "org.apache.hadoop:hadoop-aws:3.4.1"
+    env = {"JSL_SPARK_CONF": f'{{"spark.jars.packages": "{hadoop_aws}"}}'}
+
+    packages = session_builder(SparkSettings.resolve(environ=env))._options["spark.jars.packages"]
+
+    assert hadoop_aws in packages.split(",")
+    assert any(p.startswith("io.delta:delta-spark_") for p in packages.split(","))
 
 
 def test_resource_session_writes_and_reads_a_delta_table(spark, tmp_path):
