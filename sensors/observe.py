@@ -10,7 +10,7 @@ behind fails its check even when no run happens. It requests no runs.
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 
 from dagster import (
     AssetObservation,
@@ -50,9 +50,9 @@ def build_stream_observation_sensor(
     ingests: Sequence[IngestSpec],
     minimum_interval_seconds: int = 30,
     tick_budget: float = 20.0,
-    default_status: DefaultSensorStatus = DefaultSensorStatus.STOPPED,
+    default_status: DefaultSensorStatus = DefaultSensorStatus.RUNNING,
     name: str | None = None,
-    key_prefix: str = "bronze",
+    key_prefixes: Mapping[str, str] | None = None,
     clock: Clock = utc_now,
 ) -> SensorDefinition:
     """Builds the sensor that observes `stream` and evaluates its ingests' lag checks.
@@ -62,9 +62,10 @@ def build_stream_observation_sensor(
         ingests: the ingests of `stream` whose `consumer_lag` checks it evaluates.
         minimum_interval_seconds: seconds between ticks.
         tick_budget: seconds a tick may spend on NATS (well under Dagster's 60 s).
-        default_status: whether the sensor runs once deployed.
+        default_status: whether the sensor runs once deployed (by default it does: it only
+            reads, and launches nothing).
         name: the sensor's name; default `<stream>_observation_sensor` in lower case.
-        key_prefix: the bronze assets' key prefix.
+        key_prefixes: ingest name -> its bronze asset's key prefix, where not 'bronze'.
         clock: the current time (UTC).
 
     Returns:
@@ -96,7 +97,11 @@ def build_stream_observation_sensor(
                 server=jetstream.servers,
             ) from error
         now = clock()
-        events = [lag_evaluation(spec, judge_lag(lag, spec, now), key_prefix) for spec, lag in lags]
+        prefixes = key_prefixes or {}
+        events = [
+            lag_evaluation(spec, judge_lag(lag, spec, now), prefixes.get(spec.name, "bronze"))
+            for spec, lag in lags
+        ]
         seen = (state.last_seq, state.messages, state.bytes)
         cursor = json.dumps({"v": 1, "seen": list(seen)})
         if context.cursor != cursor:
