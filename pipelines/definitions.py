@@ -8,6 +8,7 @@ from dagster import AssetSelection, Definitions, define_asset_job, in_process_ex
 from assets.bronze import build_bronze_asset, build_stream_asset_spec
 from assets.downstream import file_trashed_events
 from assets.gold import gold_file_trash
+from assets.lag import build_lag_check
 from assets.silver import silver_file_events
 from pipelines.file_trash.topology import (
     AUDIT_LOG,
@@ -26,6 +27,7 @@ from resources.lakehouse import LakehouseResource
 from resources.quality import DataQualityResource
 from resources.spark import SparkResource
 from sensors import build_replay_request_sensor, build_stream_sensor
+from sensors.observe import build_stream_observation_sensor
 from sensors.stream import INGEST_TAG
 
 settings = Settings.from_env()
@@ -68,6 +70,13 @@ stream_sensors = [
     build_stream_sensor(spec=spec, job=ingest_jobs[spec], key_prefix=prefix)
     for spec, (_, prefix) in INGEST_ASSETS.items()
 ]
+# The stream as a live node in the UI, and each ingest's consumer_lag check on every tick.
+lag_checks = [build_lag_check(spec, prefix) for spec, (_, prefix) in INGEST_ASSETS.items()]
+observation_sensor = build_stream_observation_sensor(
+    stream=FILE_EVENTS.name,
+    ingests=list(INGEST_ASSETS),
+    key_prefixes={spec.name: prefix for spec, (_, prefix) in INGEST_ASSETS.items()},
+)
 replay_request_sensor = build_replay_request_sensor(
     spec=BRONZE_FILE_EVENTS, job=replay_file_events_job, bucket=REPLAY_REQUESTS.bucket
 )
@@ -80,6 +89,7 @@ file_trash_pipeline_job = define_asset_job(
 
 defs = Definitions(
     assets=ASSETS,
+    asset_checks=lag_checks,
     jobs=[
         *ingest_jobs.values(),
         file_trash_pipeline_job,
@@ -89,7 +99,7 @@ defs = Definitions(
         maintain_delta_tables,
     ],
     schedules=[daily_gold_schedule, delta_maintenance_schedule],
-    sensors=[*stream_sensors, replay_request_sensor],
+    sensors=[*stream_sensors, observation_sensor, replay_request_sensor],
     # One process, so one Spark JVM, per run: the default multiprocess executor would start a
     # JVM (and resolve the Delta jars) for every step, which costs more than it saves here.
     executor=in_process_executor,

@@ -64,14 +64,14 @@ def build_stream_observation_sensor(
         tick_budget: seconds a tick may spend on NATS (well under Dagster's 60 s).
         default_status: whether the sensor runs once deployed (by default it does: it only
             reads, and launches nothing).
-        name: the sensor's name; default `<stream>_observation_sensor` in lower case.
+        name: the sensor's name; default `observe_<stream>`.
         key_prefixes: ingest name -> its bronze asset's key prefix, where not 'bronze'.
         clock: the current time (UTC).
 
     Returns:
         The sensor; it needs the `jetstream` resource.
     """
-    sensor_name = name or f"{stream.lower()}_observation_sensor"
+    sensor_name = name or f"observe_{stream}"
     others = [spec.name for spec in ingests if spec.stream != stream]
     if others:
         raise ValueError(f"sensor {sensor_name!r}: ingests {others} do not read stream {stream!r}")
