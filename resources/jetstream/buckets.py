@@ -9,7 +9,7 @@ from __future__ import annotations
 import dataclasses
 import re
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from nats.js import api
@@ -50,7 +50,8 @@ class KeyValueSpec:
     max_bytes: int = -1
     storage: Storage = Storage.FILE
     replicas: int = 1
-    metadata: Mapping[str, str] | None = None  # set on the bucket's stream when created
+    # set on the bucket's stream when created; not part of the hash (a dict)
+    metadata: Mapping[str, str] | None = field(default=None, hash=False)
 
     kind = "kv bucket"
 
@@ -109,7 +110,8 @@ class ObjectStoreSpec:
     max_bytes: int = -1
     storage: Storage = Storage.FILE
     replicas: int = 1
-    metadata: Mapping[str, str] | None = None  # set on the bucket's stream when created
+    # set on the bucket's stream when created; not part of the hash (a dict)
+    metadata: Mapping[str, str] | None = field(default=None, hash=False)
 
     kind = "object store"
 

@@ -75,7 +75,7 @@ _WIRE: dict[str, Callable[[Any], dict[str, Any]]] = {
 }
 # What this project creates when a field is not declared.
 _CREATE_DEFAULTS = {"deliver_policy": "all", "ack_policy": "explicit"}
-# Fields the server never lets an update change, with what to do instead.
+# Fields the server never lets an update change (the second group: of push consumers).
 _FIXED = ("deliver_policy", "opt_start_seq", "opt_start_time", "ack_policy", "max_waiting")
 _FIXED_PUSH = ("flow_control", "idle_heartbeat")
 
@@ -110,7 +110,8 @@ class ConsumerSpec:
     deliver_group: str | None = None
     flow_control: bool | None = None
     idle_heartbeat: float | None = None  # seconds; push only
-    metadata: Mapping[str, str] | None = None  # keys are added or changed, never removed
+    # keys are added or changed, never removed; not part of the hash (a dict)
+    metadata: Mapping[str, str] | None = field(default=None, hash=False)
 
     def __post_init__(self) -> None:
         validate_name("stream", self.stream)

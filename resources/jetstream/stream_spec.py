@@ -128,7 +128,8 @@ class StreamSpec:
     compression: Compression | None = None  # none; s2 for file storage
     mirror: StreamSource | None = None
     sources: tuple[StreamSource, ...] | None = None
-    metadata: Mapping[str, str] | None = None  # keys are added or changed, never removed
+    # keys are added or changed, never removed; not part of the hash (a dict)
+    metadata: Mapping[str, str] | None = field(default=None, hash=False)
 
     def __post_init__(self) -> None:
         validate_name("stream", self.name)
