@@ -4,7 +4,8 @@
 - `jsl demo`: the pipeline end to end on an embedded nats-server;
 - `jsl dev`: the Dagster UI and daemon against an embedded nats-server;
 - `jsl generate`: publish realistic (and, on request, bad) file events;
-- `jsl artifacts list|get`: the runs' validation reports and manifests in the Object Store.
+- `jsl artifacts list|get`: the runs' validation reports and manifests in the Object Store;
+- `jsl status`: streams, consumers, checkpoints, leases, watermarks, replays (and tables).
 
 The Makefile calls these; they work the same when called directly from the virtualenv.
 """
@@ -20,6 +21,7 @@ import sys
 from pipelines import demo as demo_module
 from pipelines.commands import artifacts as artifacts_command
 from pipelines.commands import generate as generate_command
+from pipelines.commands import status as status_command
 
 
 def check_java() -> str:
@@ -73,6 +75,10 @@ def main(argv: list[str] | None = None) -> int:
         "artifacts", help="list or fetch run artifacts (reports, manifests) from the Object Store"
     )
     artifacts_command.add_arguments(artifacts)
+    status = commands.add_parser(
+        "status", help="one screen of the pipeline's state (streams, consumers, stages, replays)"
+    )
+    status_command.add_arguments(status)
     # `jsl dev` passes what it does not know to `dagster dev` (e.g. `jsl dev -p 3001`).
     args, unknown = parser.parse_known_args(argv)
     if unknown and args.command != "dev":
@@ -84,6 +90,8 @@ def main(argv: list[str] | None = None) -> int:
         return generate_command.run(args)
     if args.command == "artifacts":
         return artifacts_command.run(args)
+    if args.command == "status":
+        return status_command.run(args)
     if args.command == "demo":
         check_java()
         return demo_module.run_demo(args.events, bad_share=args.bad_share)

@@ -77,6 +77,19 @@ def _value(holder: str, expires_at: dt.datetime) -> bytes:
     return json.dumps({"holder": holder, "expires_at": expires_at.isoformat()}).encode()
 
 
+@dataclass(frozen=True)
+class LeaseValue:
+    """What a lease key holds: who has the lease and until when (`jsl status` reads it too)."""
+
+    holder: str
+    expires_at: dt.datetime
+
+    @classmethod
+    def from_json(cls, data: bytes) -> LeaseValue:
+        doc = json.loads(data)
+        return cls(doc["holder"], dt.datetime.fromisoformat(doc["expires_at"]))
+
+
 def acquire_lease(
     bucket: KeyValueBucket,
     *,
@@ -113,19 +126,20 @@ def acquire_lease(
             if entry is None:
                 revision = bucket.create(key, _value(holder, expires_at))
                 return Lease(bucket, stream, consumer, holder, ttl, expires_at, revision)
-            current = json.loads(entry.value)
-            if dt.datetime.fromisoformat(current["expires_at"]) <= now:
+            current = LeaseValue.from_json(entry.value)
+            if current.expires_at <= now:
                 revision = bucket.update(key, _value(holder, expires_at), revision=entry.revision)
                 return Lease(bucket, stream, consumer, holder, ttl, expires_at, revision)
         except RevisionConflictError:
             continue  # someone else moved the key between our read and write: look again
         if time.monotonic() >= deadline:
             raise LeaseHeldError(
-                f"another run ({current['holder']!r}) is ingesting {stream}/{consumer} until "
-                f"{current['expires_at']} unless it finishes first; this run stops without "
-                "reading anything. Wait for it, or set the ingest's lease_wait to queue behind it",
+                f"another run ({current.holder!r}) is ingesting {stream}/{consumer} until "
+                f"{current.expires_at.isoformat()} unless it finishes first; this run stops "
+                "without reading anything. Wait for it, or set the ingest's lease_wait to queue "
+                "behind it",
                 stream=stream,
                 consumer=consumer,
-                holder=current["holder"],
+                holder=current.holder,
             )
         time.sleep(poll)
