@@ -5,11 +5,17 @@ from the bronze rows it has not processed yet (`pipelines.file_trash.silver_stag
 reports the Great Expectations suites as asset checks. Critical checks are blocking: when
 one fails, the run stops after silver and gold does not materialise on bad data. The
 validation results, an HTML report and a run manifest go to the Object Store.
+
+A run with no bronze rows after the watermark still reports the selected tables (nothing
+written), as a dbt incremental model does, so the steps after silver in the same run go on
+and each takes what is new for it by its own watermark; and it reports the checks with the
+verdicts of the batch the tables last took in, which still describe what silver holds.
 """
 
 import datetime as dt
 
 from dagster import (
+    AssetCheckKey,
     AssetCheckResult,
     AssetCheckSeverity,
     AssetCheckSpec,
@@ -26,10 +32,11 @@ from pydantic import Field
 
 from assets.bronze import bronze_asset_key
 from pipelines.artifacts import ArtifactStore, RunManifest, TableState, artifact_metadata
+from pipelines.delta_tables import table_version
 from pipelines.file_trash import silver_stage, tables
 from pipelines.file_trash.silver_stage import FILE_DELETED, FILE_TRASHED, SilverPaths
 from pipelines.file_trash.topology import ARTIFACTS, BRONZE_FILE_EVENTS, CHECKPOINTS
-from pipelines.watermarks import WatermarkStore
+from pipelines.watermarks import Watermark, WatermarkStore
 from resources.jetstream import JetStreamResource
 from resources.jetstream.errors import JetStreamError
 from resources.lakehouse import LakehouseResource
@@ -95,7 +102,6 @@ def check_result(asset_key: AssetKey, outcome: CheckOutcome) -> AssetCheckResult
             description=description,
             group_name="silver",
             kinds={"spark", "delta"},
-            skippable=True,
             automation_condition=AutomationCondition.eager(),
         )
         for key, description in (
@@ -105,9 +111,9 @@ def check_result(asset_key: AssetKey, outcome: CheckOutcome) -> AssetCheckResult
         )
     ],
     check_specs=check_specs(),
-    # The three tables are written together from one batch. Subsetting is allowed only so that
-    # a run with nothing new can report nothing (Dagster makes every output optional then):
-    # selecting one of them processes the batch into all three and reports the selected.
+    # The three tables are written together from one batch: selecting one of them processes the
+    # batch into all three and reports the selected. Every run reports each selected table, even
+    # with nothing new: an output left out would make Dagster skip every step after it.
     can_subset=True,
 )
 def silver_file_events(
@@ -142,7 +148,7 @@ def silver_file_events(
         retention=dt.timedelta(days=config.trash_retention_days),
     )
     if not result.processed:
-        context.log.info(f"{BRONZE_FILE_EVENTS.table}: no rows after the silver watermark")
+        yield from report_nothing_new(context, session, paths, result.watermark)
         return
     context.log.info(
         f"bronze seq {result.bronze_start}-{result.bronze_end}: {result.rows_in} rows -> "
@@ -187,11 +193,82 @@ def silver_file_events(
             for rule, rows in sorted(result.quarantined_by_rule.items()):
                 metadata[f"quarantined_{rule}"] = MetadataValue.int(rows)
         yield MaterializeResult(asset_key=key, metadata=metadata)
-    selected_checks = {check.name for check in context.selected_asset_check_keys}
+    selected_checks = context.selected_asset_check_keys
     for event_type, report in result.reports.items():
         for outcome in report.outcomes:
-            if outcome.name in selected_checks:
+            if AssetCheckKey(CHECKED_ASSETS[event_type], outcome.name) in selected_checks:
                 yield check_result(CHECKED_ASSETS[event_type], outcome)
+
+
+def report_nothing_new(
+    context: AssetExecutionContext, session, paths: SilverPaths, watermark: Watermark
+):
+    """What a run with no bronze rows after the watermark reports: the selected tables, with
+    nothing written, and the checks with the verdicts of the batch the tables last took in.
+
+    Reporting nothing would make Dagster skip every step after silver in the same run
+    (events/file_trashed, gold), although they have work of their own. Reporting the tables
+    without check results would make declarative automation hold them back
+    (`all_deps_blocking_checks_passed` counts only check results of the latest
+    materialization), and let them run in this run even after a batch that failed a critical
+    check. The silver tables are unchanged since that batch, so its verdicts still describe
+    them: one that failed a critical check fails this run again and holds the steps after it.
+    """
+    note = f"no bronze rows after the silver watermark {watermark.position}: nothing written"
+    context.log.info(f"{BRONZE_FILE_EVENTS.table}: {note}")
+    selected = context.selected_asset_keys
+    for key, path in (
+        (FILE_DELETED_KEY, paths.file_deleted),
+        (FILE_TRASHED_KEY, paths.file_trashed),
+        (QUARANTINE_KEY, paths.quarantine),
+    ):
+        if key not in selected:
+            continue
+        metadata = {
+            "rows_in": MetadataValue.int(0),
+            "rows_written": MetadataValue.int(0),
+            "watermark": MetadataValue.int(watermark.position),
+            "note": MetadataValue.text(note),
+            "table_path": MetadataValue.path(path),
+        }
+        version = table_version(session, path)
+        if version is not None:
+            metadata["delta_version"] = MetadataValue.int(version)
+            metadata["dagster/row_count"] = MetadataValue.int(row_count(session, path))
+        if key == QUARANTINE_KEY:
+            metadata["quarantined"] = MetadataValue.int(0)
+        yield MaterializeResult(asset_key=key, metadata=metadata)
+    verdicts = silver_stage.recorded_verdicts(watermark)
+    if verdicts is None:
+        context.log.info(
+            f"the silver watermark ({watermark.position}) records no check verdicts: "
+            "no check results"
+        )
+        return
+    batch = (
+        f"bronze seq {watermark.details.get('bronze_start', '?')}-{watermark.position} "
+        f"(run {watermark.run_id})"
+    )
+    selected_checks = context.selected_asset_check_keys
+    for event_type, suite in silver_stage.suites(dt.datetime.now(dt.UTC)).items():
+        asset_key = CHECKED_ASSETS[event_type]
+        for check in suite.checks:
+            passed = verdicts.get(event_type, {}).get(check.name)
+            if passed is None or AssetCheckKey(asset_key, check.name) not in selected_checks:
+                continue  # a check added since that batch has no verdict: it reports nothing
+            yield AssetCheckResult(
+                asset_key=asset_key,
+                check_name=check.name,
+                passed=passed,
+                severity=AssetCheckSeverity.ERROR if check.critical else AssetCheckSeverity.WARN,
+                description=f"{note}; the verdict of {batch}, unchanged since",
+                metadata={
+                    "rule": MetadataValue.text(check.rule),
+                    "rows_checked": MetadataValue.int(0),
+                    "critical": MetadataValue.bool(check.critical),
+                    "verdict_of": MetadataValue.text(batch),
+                },
+            )
 
 
 def row_count(session, path: str) -> int:

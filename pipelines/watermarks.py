@@ -1,7 +1,8 @@
 """Stage watermarks in the JetStream KV checkpoint bucket: how far a stage has processed.
 
-The silver stage records the highest bronze sequence it has processed, the downstream
-publisher the highest silver sequence it has published. One key per stage,
+The silver stage records the highest bronze sequence it has processed (and, in `details`,
+the batch's first sequence and each check's verdict), the downstream publisher the highest
+silver sequence it has published. One key per stage,
 `stage.<name>`, holding JSON:
 
     {"position": 1000, "run_id": "...", "at": "2026-11-21T10:00:00+00:00", "details": {...}}

@@ -9,7 +9,12 @@ One run, usable without Dagster (`assets/silver.py` is a thin wrapper):
 5. merge valid rows into `silver/file_deleted` and `silver/file_trashed`, and rejected rows
    with the rules they broke into `silver/quarantine`, each keyed on the bronze row
    (stream, seq) with an insert-only MERGE;
-6. move the watermark to the batch's last sequence (compare-and-set).
+6. move the watermark to the batch's last sequence (compare-and-set), recording the batch's
+   first sequence and each check's verdict.
+
+A run with nothing after the watermark writes nothing and moves nothing; it still returns the
+watermark, whose recorded verdicts are those of the batch the silver tables last took in
+(`recorded_verdicts`): what silver holds is unchanged, so that verdict still describes it.
 
 A crash before step 6 makes the next run process the same bronze rows again; the merges
 insert nothing twice, so the tables end up the same. Every bronze row lands in exactly one
@@ -63,7 +68,7 @@ class SilverResult:
     quarantine: MergeOutcome
     quarantined_by_rule: dict[str, int] = field(default_factory=dict)
     reports: dict[str, ValidationReport] = field(default_factory=dict)  # by event type
-    watermark: Watermark | None = None
+    watermark: Watermark | None = None  # as saved; as loaded when there was nothing new
 
     @property
     def processed(self) -> bool:
@@ -75,6 +80,30 @@ def suites(now: dt.datetime) -> dict[str, QualitySuite]:
     return {
         FILE_DELETED: expectations.file_deleted_suite(now=now),
         FILE_TRASHED: expectations.file_trashed_suite(),
+    }
+
+
+def check_verdicts(reports: dict[str, ValidationReport]) -> dict[str, dict[str, bool]]:
+    """Whether each check passed, by event type and check name (what the watermark records)."""
+    return {
+        event: {outcome.name: outcome.success for outcome in report.outcomes}
+        for event, report in reports.items()
+    }
+
+
+def recorded_verdicts(watermark: Watermark) -> dict[str, dict[str, bool]] | None:
+    """The check verdicts of the batch that last moved `watermark`, by event type and check.
+
+    None when it records none: the stage never processed a batch, or the watermark was saved
+    before verdicts were recorded.
+    """
+    verdicts = watermark.details.get("checks")
+    if not isinstance(verdicts, dict):
+        return None
+    return {
+        str(event): {str(name): bool(passed) for name, passed in checks.items()}
+        for event, checks in verdicts.items()
+        if isinstance(checks, dict)
     }
 
 
@@ -184,7 +213,14 @@ def run_silver(
             merge_new_rows(spark, quarantine, paths.quarantine, silver.QUARANTINE_SCHEMA),
         )
         saved = watermarks.save(
-            watermark.advanced(bounds[1], run_id=run_id, now=now, bronze_version=bronze_version)
+            watermark.advanced(
+                bounds[1],
+                run_id=run_id,
+                now=now,
+                bronze_version=bronze_version,
+                bronze_start=bounds[0],
+                checks=check_verdicts(reports),
+            )
         )
         return SilverResult(
             bounds[0],
