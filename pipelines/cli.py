@@ -63,6 +63,11 @@ def main(argv: list[str] | None = None) -> int:
         default=demo_module.DEFAULT_BAD_SHARE,
         help="share of deliberately bad events (quarantined by silver)",
     )
+    demo.add_argument(
+        "--verbose",
+        action="store_true",
+        help="show Dagster's, Spark's and Ivy's output live (it always goes to the log file)",
+    )
     commands.add_parser(
         "dev",
         help="open the Dagster UI against an embedded server (other options go to `dagster dev`)",
@@ -94,7 +99,7 @@ def main(argv: list[str] | None = None) -> int:
         return status_command.run(args)
     if args.command == "demo":
         check_java()
-        return demo_module.run_demo(args.events, bad_share=args.bad_share)
+        return demo_module.run_demo(args.events, bad_share=args.bad_share, verbose=args.verbose)
     check_java()
     return demo_module.run_dev(extra_args=[a for a in unknown if a != "--"])
 

@@ -4,7 +4,12 @@
 (unless `NATS_URL` is set), provision the topology, publish sample FileDeletedEvents (a few
 of them bad on purpose), materialise every asset through the `dagster` CLI, run the ingests
 and silver once more to land the FilePlacedInTrashEvents the first pass published, print a
-summary (tables, quarantine, quality checks, artifacts, consumers), and stop the server.
+summary (pipelines/demo_summary.py) and what to try next, and stop the server. The console
+gets a line per step and per asset materialised; Dagster's, Spark's and Ivy's output goes
+to a log file under the data dir (pipelines/demo_output.py).
+
+`run_dev` runs `dagster dev` against the embedded server and, on Ctrl-C, stops Dagster and
+everything it started (pipelines/supervise.py) before it stops the server.
 """
 
 from __future__ import annotations
@@ -12,15 +17,18 @@ from __future__ import annotations
 import contextlib
 import datetime as dt
 import os
-import subprocess
 import sys
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
 from pathlib import Path
 
+from pipelines.demo_output import DemoError, DemoOutput, StepFailed
+from pipelines.demo_summary import RunReport, describe, print_next_steps, summarize_run
 from pipelines.file_trash.events import FILE_DELETED_SUBJECT
-from pipelines.file_trash.generator import generate_event_mix, publish_events, summarize
-from pipelines.file_trash.topology import FILE_TRASH_TOPOLOGY, INGESTS
+from pipelines.file_trash.generator import GOOD, generate_event_mix, publish_events, summarize
+from pipelines.file_trash.topology import FILE_TRASH_TOPOLOGY
 from pipelines.settings import PROJECT_DIR, Settings
+from pipelines.supervise import Supervisor
 from resources.jetstream import EmbeddedNatsServer, JetStreamClient, JetStreamResource, reconcile
 
 DEFINITIONS_MODULE = "pipelines.definitions"
@@ -32,11 +40,12 @@ SECOND_PASS = (
 
 
 def say(message: str) -> None:
+    """Prints `[demo] message` (what `make dev` prints; the demo prints through DemoOutput)."""
     print(f"[demo] {message}", flush=True)
 
 
 @contextlib.contextmanager
-def nats_server(settings: Settings) -> Iterator[str]:
+def nats_server(settings: Settings, say: Callable[[str], None] = say) -> Iterator[str]:
     """Yields a NATS URL: `$NATS_URL` if set, else an embedded server's, stopped on exit."""
     if os.environ.get("NATS_URL"):
         say(f"using NATS at {os.environ['NATS_URL']} (NATS_URL)")
@@ -44,34 +53,67 @@ def nats_server(settings: Settings) -> Iterator[str]:
         return
     with EmbeddedNatsServer(store_dir=settings.nats_store_dir) as server:
         say(f"started embedded nats-server at {server.url} (store: {settings.nats_store_dir})")
-        try:
-            yield server.url
-        finally:
-            say("stopping the embedded nats-server")
+        yield server.url
 
 
-def provision(js: JetStreamClient) -> None:
-    """Reconciles the file trash topology and prints what changed."""
+def provision(js: JetStreamClient) -> str:
+    """Reconciles the file trash topology; returns what it did, e.g. `created 1 stream, ...`.
+
+    Changes that update an object are spelled out (field: old -> new).
+    """
+    by_action: dict[str, dict[str, int]] = {}
+    updates = []
     for change in reconcile(js, FILE_TRASH_TOPOLOGY):
-        say(f"  {change}")
+        kinds = by_action.setdefault(change.action.value, {})
+        kinds[change.kind] = kinds.get(change.kind, 0) + 1
+        if change.diff:
+            updates.append(str(change))
+    counts = "; ".join(
+        action + " " + ", ".join(f"{n} {kind}{'s' if n > 1 else ''}" for kind, n in kinds.items())
+        for action, kinds in by_action.items()
+    )
+    return "; ".join([counts, *updates])
 
 
-def publish_sample(js: JetStreamClient, count: int, bad_share: float = 0.0) -> None:
-    """Publishes `count` fresh FileDeletedEvents (with msg-ids), `bad_share` of them bad."""
+@dataclass(frozen=True)
+class SamplePublished:
+    """What `publish_sample` published: events per kind and the stream sequences."""
+
+    kinds: dict[str, int]
+    first_seq: int | None
+    last_seq: int | None
+
+    @property
+    def bad(self) -> int:
+        return sum(n for kind, n in self.kinds.items() if kind != GOOD)
+
+    def __str__(self) -> str:
+        return (
+            f"{self.kinds.get(GOOD, 0)} good, {self.bad} bad on purpose, "
+            f"stream seq {self.first_seq}-{self.last_seq}"
+        )
+
+
+def publish_sample(
+    js: JetStreamClient,
+    count: int,
+    bad_share: float = 0.0,
+    on_progress: Callable[[int], None] | None = None,
+) -> SamplePublished:
+    """Publishes `count` fresh FileDeletedEvents (with msg-ids), `bad_share` of them bad.
+
+    Args:
+        js: a connected client.
+        count: events to publish.
+        bad_share: the share of bad events (0 to 1).
+        on_progress: called with the number of events acknowledged so far.
+
+    Returns:
+        Events per kind and the stream sequences they got.
+    """
     events = generate_event_mix(count, bad_share=bad_share, now=dt.datetime.now(dt.UTC))
-    kinds = ", ".join(f"{n} {kind}" for kind, n in summarize(events).items() if n)
-    say(f"  {kinds}")
-    step = max(count // 4, 1)
-    reported = 0
-
-    def progress(sent: int) -> None:
-        nonlocal reported
-        if sent - reported >= step or sent == count:
-            reported = sent
-            say(f"  published {sent}/{count}")
-
-    summary = publish_events(js, events, on_progress=progress)
-    say(f"  stream seq {summary.first_seq}-{summary.last_seq}")
+    published = publish_events(js, events, on_progress=on_progress)
+    return SamplePublished(summarize(events), published.first_seq, published.last_seq)
 
 
 # The local Dagster instance (written once; edit it freely afterwards). The run queue runs
@@ -121,112 +163,137 @@ def dagster_command(*args: str) -> list[str]:
     return [str(Path(sys.executable).parent / "dagster"), *args]
 
 
-def materialize(settings: Settings, nats_url: str, selection: str = "*") -> None:
-    """Materialises the selected assets of the code location through the dagster CLI."""
+def materialize(out: DemoOutput, settings: Settings, nats_url: str, selection: str) -> RunReport:
+    """Materialises the selected assets through the dagster CLI, with a progress bar.
+
+    The CLI's output goes to the log; what the run did is read from the instance's event
+    log afterwards (and polled for the progress bar), then printed one line per asset.
+
+    Raises:
+        DemoError: the command failed; the message has the failing step's error if the run
+            got that far, else the command's last line of output.
+    """
+    from dagster import DagsterInstance
+
     command = dagster_command(
         "asset", "materialize", "-m", DEFINITIONS_MODULE, "--select", selection
     )
-    say(f"running: {' '.join(command[1:])}")
-    subprocess.run(command, env=dagster_env(settings, nats_url), cwd=PROJECT_DIR, check=True)
+    env = dagster_env(settings, nats_url)  # writes DAGSTER_HOME/dagster.yaml if missing
+    started = dt.datetime.now(dt.UTC)
+    with DagsterInstance.from_config(str(settings.dagster_home)) as instance:
+        report = RunReport(instance, started)
+        total = report.selected_assets(selection)
+        with out.progress(total, "materialising", unit="asset") as bar:
 
+            def poll() -> None:
+                bar.update(report.poll() - bar.n)
 
-def summarize_run(settings: Settings, js: JetStreamClient) -> bool:
-    """Prints tables, quarantine, checks, artifacts and consumers; True if all caught up."""
-    from dagster import DagsterInstance
-
-    from pipelines.definitions import defs
-
-    instance = DagsterInstance.from_config(str(settings.dagster_home))
-    say("summary (latest materialisation of each asset)")
-    for key in sorted(defs.resolve_all_asset_keys(), key=lambda k: k.path):
-        if key.path[0] == "jetstream":
-            continue
-        event = instance.get_latest_materialization_event(key)
-        meta = event.asset_materialization.metadata if event and event.asset_materialization else {}
-        if not meta:
-            say(f"  {key.to_user_string():<32} not materialised")
-            continue
-        say(f"  {key.to_user_string():<32} {describe(meta)}")
-    checks = list(defs.resolve_asset_graph().asset_check_keys)
-    latest = instance.event_log_storage.get_latest_asset_check_execution_by_key(checks)
-    failed = sorted(
-        key.name
-        for key, record in latest.items()
-        if record.evaluation and not record.evaluation.passed
-    )
-    say(f"  quality checks: {len(latest)} evaluated, failed: {', '.join(failed) or 'none'}")
-    caught_up = True
-    for ingest in INGESTS:
-        stream = js.streams.info(ingest.stream)
-        consumer = js.consumers.info(ingest.stream, ingest.durable)
-        behind = consumer.num_pending
-        caught_up &= behind == 0
-        say(
-            f"  consumer {consumer.name!r} on {stream.name} (last seq {stream.last_seq}): "
-            f"ack floor {consumer.ack_floor_stream_seq}, pending {behind}"
-            + ("" if behind == 0 else "  <-- NOT CAUGHT UP")
-        )
-    say(f"  Dagster runs are in {settings.dagster_home} (`make dev` shows them)")
-    say("  artifacts: `jsl artifacts list --embedded` (validation reports, run manifests)")
-    return caught_up
-
-
-def describe(meta: dict) -> str:
-    """One line from an asset's materialisation metadata: rows, quarantine, events, path."""
-    parts = []
-    for name, label in (
-        ("dagster/row_count", "rows"),
-        ("rows_written", "written this run"),
-        ("published", "published"),
-        ("duplicates", "duplicates"),
-    ):
-        if name in meta:
-            parts.append(f"{meta[name].value} {label}")
-    by_rule = sorted(
-        (name.removeprefix("quarantined_"), value.value)
-        for name, value in meta.items()
-        if name.startswith("quarantined_")
-    )
-    if by_rule:
-        parts.append("by rule: " + ", ".join(f"{rule} {rows}" for rule, rows in by_rule))
-    return ", ".join(parts)
+            code, last_line = out.run(command, env=env, cwd=PROJECT_DIR, poll=poll)
+        for key, meta in report.materializations():
+            out.say(f"  {key:<30} {describe(meta)}")
+        if code != 0:
+            raise DemoError(
+                f"`dagster asset materialize --select {selection}` exited with {code}: "
+                + (report.failure() or last_line or "no output")
+            )
+    return report
 
 
 def run_demo(
-    events: int, settings: Settings | None = None, bad_share: float = DEFAULT_BAD_SHARE
+    events: int,
+    settings: Settings | None = None,
+    bad_share: float = DEFAULT_BAD_SHARE,
+    verbose: bool = False,
 ) -> int:
-    """Runs the whole demo; returns the process exit code."""
+    """Runs the whole demo; returns the process exit code.
+
+    Args:
+        events: sample FileDeletedEvents to publish.
+        settings: where the data lives (default: from the environment).
+        bad_share: the share of them that is bad on purpose (quarantined by silver).
+        verbose: show Dagster's, Spark's and Ivy's output live, not only in the log.
+
+    Returns:
+        0 when every step worked and the consumers caught up, else 1.
+    """
     settings = settings or Settings.from_env()
-    settings.data_dir.mkdir(parents=True, exist_ok=True)
-    with nats_server(settings) as url:
-        with JetStreamResource(servers=url).client() as js:
-            say("provisioning the topology")
-            provision(js)
-            say(f"publishing {events} FileDeletedEvents on {FILE_DELETED_SUBJECT!r}")
-            publish_sample(js, events, bad_share)
+    stamp = dt.datetime.now().strftime("%Y%m%d-%H%M%S")
+    log_path = settings.data_dir / "logs" / f"demo-{stamp}.log"
+    with DemoOutput(log_path, verbose=verbose) as out:
+        out.say(f"full output (Dagster, Spark, Ivy) goes to {log_path}")
         try:
-            say("pass 1: every asset (ingests, silver + checks, gold, downstream events)")
-            materialize(settings, url)
-            say("pass 2: the ingests and silver take in the FilePlacedInTrashEvents of pass 1")
-            materialize(settings, url, SECOND_PASS)
-        except subprocess.CalledProcessError as error:
-            say(f"dagster exited with {error.returncode}; see its output above")
-            return error.returncode or 1
-        with JetStreamResource(servers=url).client() as js:
-            caught_up = summarize_run(settings, js)
-    return 0 if caught_up else 1
+            caught_up = _run_steps(out, settings, events, bad_share)
+        except StepFailed:
+            out.say(f"full log: {log_path}")
+            return 1
+        except KeyboardInterrupt:
+            out.say(f"interrupted; full log: {log_path}")
+            return 130
+        out.say(f"full log: {log_path}")
+        return 0 if caught_up else 1
+
+
+def _run_steps(out: DemoOutput, settings: Settings, events: int, bad_share: float) -> bool:
+    """The demo's steps; True if the consumers caught up with their streams."""
+    embedded = not os.environ.get("NATS_URL")
+    with contextlib.ExitStack() as stack:
+        with out.step("nats-server") as step:
+            url = stack.enter_context(nats_server(settings, say=out.log))
+            step.result = (
+                f"embedded at {url}, store {settings.nats_store_dir}"
+                if embedded
+                else f"{url} (NATS_URL)"
+            )
+        with contextlib.ExitStack() as connection:
+            with out.step("topology") as step:
+                js = connection.enter_context(JetStreamResource(servers=url).client())
+                step.result = provision(js)
+            with out.step(
+                f"published {events} FileDeletedEvents on {FILE_DELETED_SUBJECT!r}"
+            ) as step:
+                with out.progress(events, "publishing", unit="event") as bar:
+                    published = publish_sample(
+                        js, events, bad_share, on_progress=lambda n: bar.update(n - bar.n)
+                    )
+                step.result = f"stream seq {published.first_seq}-{published.last_seq}"
+        passes = []
+        for title, selection in (
+            ("pass 1: every asset (ingests, silver + checks, gold, events)", "*"),
+            ("pass 2: ingests and silver take in pass 1's FilePlacedInTrashEvents", SECOND_PASS),
+        ):
+            with out.step(title, long=True) as step:
+                passes.append(materialize(out, settings, url, selection))
+                step.result = passes[-1].outcome()
+        with (
+            out.step("summary", long=True, timed=False),
+            JetStreamResource(servers=url).client() as js,
+        ):
+            caught_up = summarize_run(out, settings, js, passes, published)
+        print_next_steps(out, settings, url if not embedded else None)
+        return caught_up
 
 
 def run_dev(settings: Settings | None = None, extra_args: list[str] | None = None) -> int:
-    """Starts the Dagster UI and daemon (`dagster dev`) against the embedded server."""
+    """Starts the Dagster UI and daemon (`dagster dev`) against the embedded server.
+
+    Ctrl-C (SIGINT), SIGTERM or SIGHUP go to `dagster dev`'s own process group; it gets a
+    grace period to shut down its webserver, daemon and code servers, then SIGTERM and
+    SIGKILL; whatever it left is killed; only then does the nats-server stop.
+
+    Returns:
+        `dagster dev`'s exit code, or 128 + the signal's number when a signal stopped it.
+    """
     settings = settings or Settings.from_env()
     settings.data_dir.mkdir(parents=True, exist_ok=True)
     with nats_server(settings) as url:
         with JetStreamResource(servers=url).client() as js:
-            provision(js)
+            say(f"topology: {provision(js)}")
         command = dagster_command("dev", "-w", str(PROJECT_DIR / "workspace.yaml"))
         command += extra_args or []
         say(f"running: {' '.join(command[1:])}  (Ctrl-C stops it and the nats-server)")
-        with contextlib.suppress(KeyboardInterrupt):
-            return subprocess.call(command, env=dagster_env(settings, url), cwd=PROJECT_DIR)
-    return 0
+        supervisor = Supervisor(command, env=dagster_env(settings, url), cwd=PROJECT_DIR, say=say)
+        code = supervisor.run()
+        say(f"dagster dev exited ({code})")
+        if not os.environ.get("NATS_URL"):
+            say("stopping the embedded nats-server")
+    return code
