@@ -12,7 +12,15 @@ import collections
 import json
 import math
 import time
-from collections.abc import Coroutine, Iterable, Iterator, Mapping, Sequence
+from collections.abc import (
+    Awaitable,
+    Callable,
+    Coroutine,
+    Iterable,
+    Iterator,
+    Mapping,
+    Sequence,
+)
 from functools import cached_property
 from typing import TYPE_CHECKING, Any, TypeVar
 
@@ -34,6 +42,7 @@ from resources.jetstream.errors import (
 )
 from resources.jetstream.messages import JsMessage, PubAck
 from resources.jetstream.push import PushSubscription
+from resources.jetstream.retry import retry_transient
 from resources.jetstream.runtime import EventLoopThread
 from resources.jetstream.streams import Streams
 
@@ -168,24 +177,72 @@ class JetStreamClient:
         return self.js._jsm
 
     def api_request(
-        self, endpoint: str, body: dict[str, Any] | None = None, *, what: str, **names: Any
+        self,
+        endpoint: str,
+        body: dict[str, Any] | None = None,
+        *,
+        what: str,
+        repeatable: bool = True,
+        **names: Any,
     ) -> dict[str, Any]:
         """One JetStream API request (`$JS.API.<endpoint>`), its JSON answer as a dict.
+
+        A request that gets no answer from a cluster in a leader election (a timeout, or
+        "temporarily unavailable") is sent again within `settings.retry_budget` seconds
+        (see `retry.retry_transient`).
 
         Args:
             endpoint: e.g. 'STREAM.INFO.FILE_EVENTS'.
             body: the request JSON (None: an empty request).
             what: the operation, for error messages.
+            repeatable: False for a request that must not be applied twice (a purge, a
+                delete): it is then sent again only when it certainly was not applied.
             **names: stream / consumer / seq, attached to errors.
 
         Raises:
+            ClusterUnavailableError: no leader answered within the retry budget.
             JetStreamError: a subclass naming the cause (see `run`).
         """
         jsm = self.jsm
         request = b"" if body is None else json.dumps(body).encode()
         subject = f"{jsm._prefix}.{endpoint}"
         timeout = self.settings.request_timeout
-        return self.run(jsm._api_request(subject, request, timeout=timeout), what=what, **names)
+        return self.run(
+            self.retrying(
+                lambda: jsm._api_request(subject, request, timeout=timeout),
+                what=what,
+                repeatable=repeatable,
+                **names,
+            ),
+            what=what,
+            timeout=self.retry_timeout,
+            **names,
+        )
+
+    def retrying(
+        self,
+        attempt: Callable[[], Awaitable[T]],
+        *,
+        what: str,
+        repeatable: bool = True,
+        gone: Callable[[], Awaitable[bool]] | None = None,
+        **names: Any,
+    ) -> Coroutine[Any, Any, T]:
+        """`attempt` retried through leader elections within the settings' retry budget
+        (a coroutine for `run`, with `timeout=self.retry_timeout`)."""
+        return retry_transient(
+            attempt,
+            budget=self.settings.retry_budget,
+            what=what,
+            repeatable=repeatable,
+            gone=gone,
+            **names,
+        )
+
+    @property
+    def retry_timeout(self) -> float:
+        """Seconds `run` waits for a retried call: the budget, one more try, a margin."""
+        return self.settings.retry_budget + self.settings.request_timeout + 5
 
     @cached_property
     def streams(self) -> Streams:

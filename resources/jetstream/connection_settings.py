@@ -57,6 +57,7 @@ class ConnectionSettings:
     name: str = "jetstream-lakehouse"
     connect_timeout: float = 5.0  # seconds, the whole initial connect
     request_timeout: float = 10.0  # seconds, each JetStream API request
+    retry_budget: float = 15.0  # seconds an API or KV call retries through a leader election
     allow_reconnect: bool = True
     max_reconnect_attempts: int = 60
     reconnect_time_wait: float = 2.0  # seconds
@@ -79,6 +80,10 @@ class ConnectionSettings:
             raise InvalidArgumentError(
                 f"timeouts must be positive, got connect_timeout={self.connect_timeout!r} "
                 f"and request_timeout={self.request_timeout!r}"
+            )
+        if self.retry_budget < 0:
+            raise InvalidArgumentError(
+                f"retry_budget must not be negative (0: no retries), got {self.retry_budget!r}"
             )
         if bool(self.tls_cert_file) != bool(self.tls_key_file):
             raise InvalidArgumentError(

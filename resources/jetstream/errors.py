@@ -64,6 +64,19 @@ class RequestTimeoutError(JetStreamError):
     """A JetStream API request got no answer within the request timeout."""
 
 
+class ClusterUnavailableError(JetStreamError):
+    """The stream, consumer or bucket stayed without an answering leader for the whole retry
+    budget (a node is down or an election does not finish); nothing says it does not exist.
+
+    Attributes:
+        waited: seconds spent retrying before giving up.
+    """
+
+    def __init__(self, message: str, *, waited: float, **names) -> None:
+        super().__init__(message, **names)
+        self.waited = waited
+
+
 class StreamNotFoundError(JetStreamError):
     """The named stream does not exist."""
 

@@ -13,17 +13,23 @@ are re-exported here; arguments are checked by `kv_checks.py`, and `watch` is dr
 from __future__ import annotations
 
 import datetime as dt
-from collections.abc import Coroutine, Iterator
+from collections.abc import Callable, Coroutine, Iterator
 from typing import TYPE_CHECKING, Any, TypeVar
 
+import nats.errors
 import nats.js.errors
 from nats.js.client import KV_PRE_TEMPLATE, KV_STREAM_TEMPLATE
 from nats.js.kv import KeyValue
 
-from resources.jetstream.errors import BucketNotFoundError, InvalidArgumentError, KeyNotFoundError
+from resources.jetstream.errors import (
+    STREAM_NOT_FOUND,
+    BucketNotFoundError,
+    InvalidArgumentError,
+    KeyNotFoundError,
+)
 from resources.jetstream.kv_checks import check_bucket, check_key, check_revision
 from resources.jetstream.kv_entries import KvEntry, KvOperation, KvStatus, stored_operation
-from resources.jetstream.kv_guard import guard
+from resources.jetstream.kv_guard import WRONG_LAST_SEQUENCE, guard
 from resources.jetstream.kv_watch import watch_entries
 from resources.jetstream.streams import StreamState
 
@@ -32,6 +38,7 @@ if TYPE_CHECKING:
     from resources.jetstream.client import JetStreamClient
 
 T = TypeVar("T")
+DELETED = object()  # what a delete at a revision writes, for reading a repeat back
 
 
 class KeyValueBucket:
@@ -76,7 +83,7 @@ class KeyValueBucket:
             BucketNotFoundError: the bucket was destroyed.
         """
         check_key(key, value=value)
-        return self._call(self._kv.put(key, bytes(value)), "put", key)
+        return self._call(lambda: self._kv.put(key, bytes(value)), "put", key)
 
     def create(self, key: str, value: bytes) -> int:
         """Writes `value` only if `key` has no value (never written, deleted or purged).
@@ -88,7 +95,8 @@ class KeyValueBucket:
             RevisionConflictError: the key already has a value.
         """
         check_key(key, value=value)
-        return self._call(self._kv.create(key, bytes(value)), "create", key, revision=0)
+        data = bytes(value)
+        return self._call(lambda: self._kv.create(key, data), "create", key, revision=0, value=data)
 
     def update(self, key: str, value: bytes, *, revision: int) -> int:
         """Writes `value` only if `key`'s latest revision is still `revision` (compare-and-set).
@@ -107,8 +115,14 @@ class KeyValueBucket:
         """
         check_key(key, value=value)
         check_revision(key, revision)
-        coro = self._kv.update(key, bytes(value), last=revision)
-        return self._call(coro, "update", key, revision=revision)
+        data = bytes(value)
+        return self._call(
+            lambda: self._kv.update(key, data, last=revision),
+            "update",
+            key,
+            revision=revision,
+            value=data,
+        )
 
     def compare_and_set(self, key: str, value: bytes, *, revision: int | None) -> int:
         """Writes `value` if `key` is still as it was read: at `revision`, or without a value
@@ -132,7 +146,7 @@ class KeyValueBucket:
                 is not a value of this key.
         """
         check_key(key, revision=revision)
-        return self._call(self._get(key, revision), "get", key)
+        return self._call(lambda: self._get(key, revision), "get", key)
 
     def try_get(self, key: str) -> KvEntry | None:
         """Like `get`, but returns None when the key has no value."""
@@ -152,16 +166,22 @@ class KeyValueBucket:
             RevisionConflictError: `revision` is given and the key was written since.
         """
         check_key(key, revision=revision)
-        self._call(self._kv.delete(key, last=revision), "delete", key, revision=revision)
+        self._call(
+            lambda: self._kv.delete(key, last=revision),
+            "delete",
+            key,
+            revision=revision,
+            value=None if revision is None else DELETED,
+        )
 
     def purge(self, key: str) -> None:
         """Removes every revision of `key`, leaving one `PURGE` tombstone."""
         check_key(key)
-        self._call(self._kv.purge(key), "purge", key)
+        self._call(lambda: self._kv.purge(key), "purge", key)
 
     def keys(self) -> list[str]:
         """Returns the keys that have a value, sorted; `[]` for an empty bucket."""
-        return sorted(self._call(self._keys(), "list the keys of"))
+        return sorted(self._call(self._keys, "list the keys of"))
 
     def history(self, key: str) -> list[KvEntry]:
         """Returns the kept revisions of `key`, oldest first, tombstones included.
@@ -170,7 +190,7 @@ class KeyValueBucket:
             KeyNotFoundError: the key was never written (or all its revisions expired).
         """
         check_key(key)
-        entries = self._call(self._kv.history(key), "read the history of", key)
+        entries = self._call(lambda: self._kv.history(key), "read the history of", key)
         return [KvEntry.from_nats(entry) for entry in entries]
 
     def watch(
@@ -205,8 +225,9 @@ class KeyValueBucket:
     def status(self) -> KvStatus:
         """Returns the bucket's configuration and counters."""
         jsm, timeout = self._client.jsm, self._client.settings.request_timeout
-        request = jsm._api_request(f"{jsm._prefix}.STREAM.INFO.{self._stream}", timeout=timeout)
-        info = self._call(request, "read the status of")  # its errors name the bucket
+        subject = f"{jsm._prefix}.STREAM.INFO.{self._stream}"
+        # its errors name the bucket
+        info = self._call(lambda: jsm._api_request(subject, timeout=timeout), "read the status of")
         return KvStatus.from_state(self.name, StreamState.from_json(info))
 
     def destroy(self) -> None:
@@ -215,7 +236,7 @@ class KeyValueBucket:
         Raises:
             BucketNotFoundError: the bucket does not exist (any more).
         """
-        self._call(self._client.js.delete_key_value(self.name), "destroy")
+        self._call(lambda: self._client.js.delete_key_value(self.name), "destroy", repeatable=False)
 
     # -- internals -------------------------------------------------------------------------
 
@@ -247,19 +268,79 @@ class KeyValueBucket:
 
     def _call(
         self,
-        coro: Coroutine[Any, Any, T],
+        attempt: Callable[[], Coroutine[Any, Any, T]],
         verb: str,
         key: str | None = None,
         *,
         revision: int | None = None,
+        value: bytes | object | None = None,
+        repeatable: bool = True,
         wait: float | None = None,
     ) -> T:
-        """Runs `coro` via `client.run`: "cannot <verb> key 'k' in kv bucket 'b': ..."."""
+        """Runs `attempt()` via `client.run`, retried through leader elections (within the
+        client's retry budget): "cannot <verb> key 'k' in kv bucket 'b': ...".
+
+        A compare-and-set (`value` given: the bytes written, or `DELETED`) that loses after
+        a try timed out reads the key back: if the timed-out try had landed, the key holds
+        `value` (or a tombstone) and the call succeeded.
+        """
         where = f"kv bucket {self.name!r}"
         what = f"{verb} key {key!r} in {where}" if key is not None else f"{verb} {where}"
-        guarded = guard(coro, what, self.name, key, revision)
-        timeout = None if wait is None else wait + self._client.settings.request_timeout
-        return self._client.run(guarded, what=what, timeout=timeout, bucket=self.name, key=key)
+        names = {"bucket": self.name, "key": key}
+        timed_out = False
+
+        async def one_try() -> T:
+            nonlocal timed_out
+            try:
+                return await attempt()
+            except (nats.errors.TimeoutError, TimeoutError):
+                timed_out = True
+                raise
+
+        async def with_retries() -> T:
+            try:
+                return await self._client.retrying(
+                    one_try, what=what, repeatable=repeatable, gone=self._gone, **names
+                )
+            except (nats.js.errors.KeyWrongLastSequenceError, nats.js.errors.APIError) as error:
+                conflict = isinstance(error, nats.js.errors.KeyWrongLastSequenceError) or (
+                    getattr(error, "err_code", None) in WRONG_LAST_SEQUENCE
+                )
+                if conflict and timed_out and value is not None and key is not None:
+                    landed = await self._landed(key, value)
+                    if landed is not None:
+                        return landed  # type: ignore[return-value]
+                raise
+
+        guarded = guard(with_retries(), what, self.name, key, revision)
+        timeout = self._client.retry_timeout + (wait or 0)
+        return self._client.run(guarded, what=what, timeout=timeout, **names)
+
+    async def _gone(self) -> bool:
+        """Whether the bucket's stream does not exist (asked after "no responders")."""
+        jsm = self._client.jsm
+        subject = f"{jsm._prefix}.STREAM.INFO.{self._stream}"
+        try:
+            await jsm._api_request(subject, timeout=self._client.settings.request_timeout)
+        except nats.js.errors.APIError as error:
+            return getattr(error, "err_code", None) == STREAM_NOT_FOUND
+        except (nats.errors.Error, TimeoutError):
+            return False
+        return False
+
+    async def _landed(self, key: str, value: bytes | object) -> int | None:
+        """The revision of `key` if its latest entry is the write `value` (or, for
+        `DELETED`, a tombstone); None if the key holds anything else."""
+        try:
+            msg = await self._client.js.get_msg(
+                self._stream, subject=f"{self._pre}{key}", direct=self._direct
+            )
+        except nats.js.errors.NotFoundError:
+            return None
+        op = stored_operation(msg.headers or {})
+        if value is DELETED:
+            return (msg.seq or 0) if op != KvOperation.PUT else None
+        return (msg.seq or 0) if op == KvOperation.PUT and msg.data == value else None
 
 
 def bind(client: JetStreamClient, bucket: str) -> KeyValueBucket:
@@ -272,7 +353,10 @@ def bind(client: JetStreamClient, bucket: str) -> KeyValueBucket:
     check_bucket(bucket)
     stream = KV_STREAM_TEMPLATE.format(bucket=bucket)
     what = f"bind to kv bucket {bucket!r}"
-    info = client.run(guard(client.js.stream_info(stream), what, bucket), what=what, bucket=bucket)
+    retried = client.retrying(lambda: client.js.stream_info(stream), what=what, bucket=bucket)
+    info = client.run(
+        guard(retried, what, bucket), what=what, timeout=client.retry_timeout, bucket=bucket
+    )
     if (info.config.max_msgs_per_subject or 0) < 1:
         raise BucketNotFoundError(
             f"cannot {what}: stream {stream!r} exists but is not a kv bucket", bucket=bucket

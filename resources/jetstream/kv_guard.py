@@ -2,7 +2,9 @@
 
 `guard` wraps every coroutine a `KeyValueBucket` runs: a wrong last sequence becomes
 `RevisionConflictError`, a missing or deleted key `KeyNotFoundError`, and a missing bucket
-`BucketNotFoundError` saying how to create it.
+`BucketNotFoundError` saying how to create it. "No responders" reaches `guard` only once the
+bucket's stream is known not to exist: on a cluster it also means "no leader right now", and
+`KeyValueBucket._call` retries that (then raises `ClusterUnavailableError`).
 """
 
 from __future__ import annotations

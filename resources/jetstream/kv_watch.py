@@ -33,13 +33,17 @@ def watch_entries(
         history: start with every kept revision, not only the latest.
         no_deletes: skip `DEL` and `PURGE` tombstones.
     """
-    watch = bucket._kv.watch(keys, include_history=history, ignore_deletes=no_deletes)
-    watcher = bucket._call(watch, f"watch {keys!r} in")
+    kv, what = bucket._kv, f"watch {keys!r} in"
+    watcher = bucket._call(
+        lambda: kv.watch(keys, include_history=history, ignore_deletes=no_deletes),
+        what,
+        repeatable=False,
+    )
     deadline = time.monotonic() + timeout  # from the moment the subscription is ready
     try:
         while (remaining := deadline - time.monotonic()) > 0:
             update = bucket._call(
-                next_update(watcher, remaining), f"watch {keys!r} in", wait=remaining
+                lambda: next_update(watcher, remaining), what, repeatable=False, wait=remaining
             )
             if isinstance(update, StopIterSentinel):
                 return
@@ -48,7 +52,7 @@ def watch_entries(
     finally:
         if bucket._client.is_connected:  # never reconnect only to unsubscribe
             with contextlib.suppress(JetStreamError):
-                bucket._call(watcher.stop(), f"stop watching {keys!r} in")
+                bucket._call(watcher.stop, f"stop watching {keys!r} in", repeatable=False)
 
 
 async def next_update(watcher: KeyValue.KeyWatcher, timeout: float):

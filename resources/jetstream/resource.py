@@ -48,6 +48,11 @@ class JetStreamResource(ConfigurableResource):
     request_timeout: float = Field(
         default=10.0, description="Seconds to wait for each JetStream API request."
     )
+    retry_budget: float = Field(
+        default=15.0,
+        description="Seconds a stream, consumer or KV call retries while a cluster elects a "
+        "leader (no responders, timeouts) before failing with ClusterUnavailableError; 0: never.",
+    )
     allow_reconnect: bool = Field(default=True, description="Reconnect after the connection drops.")
     max_reconnect_attempts: int = Field(
         default=60, description="Reconnect attempts per server before giving up (-1: forever)."
@@ -101,6 +106,7 @@ class JetStreamResource(ConfigurableResource):
             name=f["client_name"],
             connect_timeout=f["connect_timeout"],
             request_timeout=f["request_timeout"],
+            retry_budget=f["retry_budget"],
             allow_reconnect=f["allow_reconnect"],
             max_reconnect_attempts=f["max_reconnect_attempts"],
             reconnect_time_wait=f["reconnect_time_wait"],

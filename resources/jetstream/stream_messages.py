@@ -182,7 +182,13 @@ class StreamMessages:
         validate_seq("seq", seq)
         what = f"{'erase' if erase else 'delete'} message {seq} of stream {stream!r}"
         try:
-            self._request("STREAM.MSG.DELETE", stream, {"seq": seq, "no_erase": not erase}, what)
+            self._request(
+                "STREAM.MSG.DELETE",
+                stream,
+                {"seq": seq, "no_erase": not erase},
+                what,
+                repeatable=False,
+            )
         except ServerAPIError as error:
             description = getattr(error.__cause__, "description", None)
             missing = error.err_code == SEQUENCE_NOT_FOUND or (
@@ -233,16 +239,32 @@ class StreamMessages:
             request["keep"] = keep
         if before_seq is not None:
             request["seq"] = validate_seq("before_seq", before_seq)
-        answer = self._request("STREAM.PURGE", stream, request, f"purge stream {stream!r}")
+        answer = self._request(
+            "STREAM.PURGE", stream, request, f"purge stream {stream!r}", repeatable=False
+        )
         return int(answer.get("purged", 0))
 
     def _get(self, stream: str, request: dict[str, Any], what: str, **names) -> StoredMessage:
         answer = self._request("STREAM.MSG.GET", stream, request, what, **names)
         return StoredMessage.from_api(stream, answer["message"])
 
-    def _request(self, endpoint: str, stream: str, request: dict[str, Any], what: str, **names):
+    def _request(
+        self,
+        endpoint: str,
+        stream: str,
+        request: dict[str, Any],
+        what: str,
+        *,
+        repeatable: bool = True,
+        **names,
+    ):
         return self._client.api_request(
-            f"{endpoint}.{stream}", request, what=what, stream=stream, **names
+            f"{endpoint}.{stream}",
+            request,
+            what=what,
+            repeatable=repeatable,
+            stream=stream,
+            **names,
         )
 
 
