@@ -2,7 +2,8 @@
 
 One run of an `IngestSpec`, as in Spark Structured Streaming's Kafka-to-Delta path:
 
-1. take the ingest's lease (a KV key; another run of the same ingest fails fast or waits);
+1. take the ingest's lease (a KV key; another run of the same ingest fails fast or waits),
+   kept renewed in the background while the run works;
 2. load the checkpoint; if it holds a planned range, an earlier run died: finish that range;
 3. otherwise plan the next range, from just after the committed position to the stream's last
    sequence, bounded by the per-run limits, and record it (KV compare-and-set) before reading;
@@ -15,11 +16,18 @@ One run of an `IngestSpec`, as in Spark Structured Streaming's Kafka-to-Delta pa
 
 A crash between any two steps leaves the planned range in the checkpoint; the next run
 finishes it and nothing is lost or written twice. docs/semantics.md walks through each case.
+
+Fencing: a run whose lease was taken over must not move anything. The checkpoint writes are
+compare-and-sets on the revision the run read; the Delta commit is a no-op for a range at
+or below one already committed (txnVersion); the consumer move is the one write nothing
+else fences, so the lease is renewed right before it (`LeaseKeeper.fence`), and before the
+Spark job, so that a run that lost its lease stops before it reads.
 """
 
 from __future__ import annotations
 
 import logging
+import sys
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -36,7 +44,7 @@ from pipelines.ingest.bronze import (
 )
 from pipelines.ingest.checkpoint import Checkpoint, CheckpointStore, SeqRange
 from pipelines.ingest.errors import DataLossError, RangeWriteError, spark_failure_reason
-from pipelines.ingest.lease import Clock, Lease, acquire_lease, utc_now
+from pipelines.ingest.lease import Clock, Lease, LeaseKeeper, acquire_lease, utc_now
 from pipelines.ingest.plan import StreamPosition, plan_range, removed_by_limits
 from pipelines.ingest.reader import RangeRead, read_range
 from pipelines.ingest.spec import IngestSpec, OnDataLoss
@@ -161,6 +169,8 @@ class IngestRun:
         spec = self.spec
         ensure_consumer(self.client, spec)
         lease = take_lease(self.checkpoints, spec, self.run_id, self.clock)
+        keeper = LeaseKeeper(lease, clock=self.clock)
+        keeper.start()
         try:
             stream = self.client.streams.info(spec.stream)
             checkpoint = self.store.load(spec.stream, spec.durable) or initial_checkpoint(
@@ -191,9 +201,10 @@ class IngestRun:
                 if bounds is None:
                     return self._result(started, None, 0, 0, None, False, None, None)
                 planned = SeqRange.new(*bounds, self.run_id, self.clock())
+                keeper.check()
                 checkpoint = self.store.save(checkpoint.with_plan(planned))
             self.hook("planned")
-            lease = lease.renew(self.clock)
+            keeper.fence()
 
             outcome, messages, size = self._read_and_commit(
                 planned, stream, recovering=recovered_from is not None
@@ -205,10 +216,11 @@ class IngestRun:
             )
             if gap is not None and spec.on_data_loss is OnDataLoss.FAIL:
                 raise self._data_loss(gap, committed=outcome.written)
-            lease = lease.renew(self.clock)
+            keeper.fence()
             self.client.consumers.reset(spec.stream, spec.durable, planned.end + 1)
             self.hook("consumer_advanced")
             gap_range = SeqRange.new(*gap, self.run_id, self.clock()) if gap else None
+            keeper.check()
             self.store.save(
                 checkpoint.with_commit(planned, outcome.version, gap_range, now=self.clock())
             )
@@ -224,7 +236,10 @@ class IngestRun:
                 gap,
             )
         finally:
-            lease.release()
+            release_failed = keeper.release()
+            running = sys.exc_info()[1]
+            if release_failed is not None and running is not None:
+                running.add_note(f"(the lease was not released either: {release_failed})")
 
     def _read_and_commit(
         self, planned: SeqRange, stream: StreamState, *, recovering: bool
@@ -255,6 +270,7 @@ class IngestRun:
                 run_id=self.run_id,
                 ingested_at=self.clock(),
             ),
+            table_path=self.table_path,
         )
         try:
             outcome = commit_idempotently(

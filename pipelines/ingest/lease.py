@@ -3,21 +3,28 @@
 The lease is the key `lease.<stream>.<consumer>` holding `{"holder": run_id, "expires_at": ...}`.
 It is taken with create-only (or, once expired, a compare-and-set on the revision that was
 read), renewed by compare-and-set, and released by a delete at the held revision. A holder
-that died stops blocking others when its lease expires.
+that died stops blocking others when its lease expires, so the TTL is short (30 s by default)
+and a working run keeps its lease with a `LeaseKeeper`: a background thread renews it every
+third of the TTL, and `fence()` renews it right before a write that nothing else protects.
+Every KV call retries through a cluster's leader elections (the client's retry budget), and
+a release that still fails is logged, never raised over the run's own outcome.
 """
 
 from __future__ import annotations
 
-import contextlib
 import datetime as dt
 import json
+import logging
+import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, replace
 
 from pipelines.ingest.errors import LeaseHeldError, LeaseLostError
 from resources.jetstream import KeyValueBucket
-from resources.jetstream.errors import RevisionConflictError
+from resources.jetstream.errors import JetStreamError, RevisionConflictError
+
+log = logging.getLogger(__name__)
 
 Clock = Callable[[], dt.datetime]
 
@@ -59,18 +66,42 @@ class Lease:
             )
         except RevisionConflictError as error:
             raise LeaseLostError(
-                f"run {self.holder!r} lost the lease on {self.stream}/{self.consumer} (it "
-                f"expired after {self.ttl}s and another run took it); this run stops before "
-                "changing anything. Raise the ingest's lease_ttl if runs take longer",
+                f"run {self.holder!r} lost the lease on {self.stream}/{self.consumer} (it was "
+                f"not renewed within its {self.ttl}s TTL and another run took it); this run "
+                "stops before changing anything more, and the next run finishes its range. "
+                "If renewals are slow here (a NATS cluster electing leaders), raise the "
+                "ingest's lease_ttl",
                 stream=self.stream,
                 consumer=self.consumer,
             ) from error
         return replace(self, expires_at=expires_at, revision=revision)
 
-    def release(self) -> None:
-        """Gives the lease up (a no-op if another run has taken it since)."""
-        with contextlib.suppress(RevisionConflictError):
+    def release(self) -> JetStreamError | None:
+        """Gives the lease up (a no-op if another run has taken it since).
+
+        The delete retries through leader elections (the client's retry budget). If it still
+        fails, the failure is logged as a warning and returned, never raised: the lease then
+        expires by itself at `expires_at`, and the run's own outcome (or error) stands.
+
+        Returns:
+            None once released, or the error that kept it from being released.
+        """
+        try:
             self.bucket.delete(self.key, revision=self.revision)
+        except RevisionConflictError:
+            return None  # another run took it over after it expired
+        except JetStreamError as error:
+            log.warning(
+                "could not release the lease on %s/%s held by run %r (%s); it expires by "
+                "itself at %s",
+                self.stream,
+                self.consumer,
+                self.holder,
+                error,
+                self.expires_at.isoformat(),
+            )
+            return error
+        return None
 
 
 def _value(holder: str, expires_at: dt.datetime) -> bytes:
@@ -143,3 +174,103 @@ def acquire_lease(
                 holder=current.holder,
             )
         time.sleep(poll)
+
+
+class LeaseKeeper:
+    """Keeps a run's lease while the run works, and tells the run when it has lost it.
+
+    A daemon thread renews the lease every `interval` seconds (a third of its TTL by
+    default). `fence()` renews it at once: called right before a write that nothing else
+    protects (moving the consumer), it guarantees the lease is held for a whole TTL from
+    then. `check()` raises if a background renewal found the lease taken, or if no renewal
+    has succeeded for a TTL (the lease may have expired and been taken meanwhile).
+
+    Examples:
+        >>> keeper = LeaseKeeper(acquire_lease(bucket, ...)).start()
+        >>> try:
+        ...     keeper.fence()  # before the write
+        ... finally:
+        ...     keeper.release()
+    """
+
+    def __init__(
+        self, lease: Lease, *, clock: Clock = utc_now, interval: float | None = None
+    ) -> None:
+        self._lease = lease
+        self._clock = clock
+        self._interval = interval if interval is not None else lease.ttl / 3
+        self._renewed_at = time.monotonic()  # when the lease last got a full TTL
+        self._lost: LeaseLostError | None = None
+        self._lock = threading.Lock()
+        self._stop = threading.Event()
+        self._thread = threading.Thread(
+            target=self._renew_until_stopped, name=f"lease-{lease.key}", daemon=True
+        )
+
+    @property
+    def lease(self) -> Lease:
+        """The lease as last renewed."""
+        return self._lease
+
+    def start(self) -> LeaseKeeper:
+        self._thread.start()
+        return self
+
+    def fence(self) -> Lease:
+        """Renews the lease now; from here the run holds it for a whole TTL.
+
+        Raises:
+            LeaseLostError: the lease expired and another run took it.
+            JetStreamError: the renewal failed (e.g. `ClusterUnavailableError` after the
+                retry budget); the run must not go on, since it cannot know it holds the lease.
+        """
+        self.check()
+        with self._lock:
+            try:
+                self._lease = self._lease.renew(self._clock)
+            except LeaseLostError as lost:
+                self._lost = lost
+                raise
+            self._renewed_at = time.monotonic()
+            return self._lease
+
+    def check(self) -> None:
+        """Raises `LeaseLostError` if the lease was taken, or not renewed for a whole TTL."""
+        if self._lost is not None:
+            raise self._lost
+        unrenewed = time.monotonic() - self._renewed_at
+        if unrenewed >= self._lease.ttl:
+            lease = self._lease
+            raise LeaseLostError(
+                f"run {lease.holder!r} could not renew its lease on {lease.stream}/"
+                f"{lease.consumer} for {unrenewed:.0f}s, longer than its TTL ({lease.ttl}s): "
+                "another run may have taken it, so this run stops before changing anything "
+                "more. Check the NATS servers holding the checkpoint bucket, or raise the "
+                "ingest's lease_ttl",
+                stream=lease.stream,
+                consumer=lease.consumer,
+            )
+
+    def release(self) -> JetStreamError | None:
+        """Stops renewing and releases the lease (see `Lease.release`; never raises)."""
+        self._stop.set()
+        if self._thread.is_alive():
+            self._thread.join()
+        with self._lock:
+            if self._lost is not None:
+                return None  # another run holds it now
+            return self._lease.release()
+
+    def _renew_until_stopped(self) -> None:
+        while not self._stop.wait(self._interval):
+            with self._lock:
+                if self._stop.is_set() or self._lost is not None:
+                    return
+                try:
+                    self._lease = self._lease.renew(self._clock)
+                    self._renewed_at = time.monotonic()
+                except LeaseLostError as lost:
+                    self._lost = lost
+                    return
+                except JetStreamError as error:  # retried once more at the next interval
+                    log.warning("renewing the lease on %s failed: %s", self._lease.key, error)

@@ -37,9 +37,14 @@ class IngestSpec:
         pull_batch: messages per pull request of a reader.
         rows_per_batch: rows per Arrow record batch a reader hands to Spark.
         on_data_loss: fail (default) or skip when the stream's limits removed unread messages.
-        lease_ttl: seconds a run's lease lasts unless renewed (a dead run blocks no longer).
+        lease_ttl: seconds a run's lease lasts unless renewed; a working run renews it every
+            third of that, and a run that died blocks the next one no longer than this.
         lease_wait: seconds a run waits for another run's lease; 0 fails at once.
         checkpoint_bucket: the KV bucket holding checkpoints and leases.
+        checkpoint_replicas: replicas of the checkpoint bucket when a run creates it (None:
+            the server's default, 1; 3 on a three-node JetStream cluster).
+        ack_wait: seconds the durable consumer waits for an ack before redelivering (used
+            when the stream is a work queue: a whole run's messages stay unacknowledged).
         max_lag_messages: the `consumer_lag` check fails when more messages wait (None: no
             bound on the count).
         max_lag_age: the check fails when the oldest waiting message has waited longer, in
@@ -57,9 +62,11 @@ class IngestSpec:
     pull_batch: int = 1_000
     rows_per_batch: int = 10_000
     on_data_loss: OnDataLoss = OnDataLoss.FAIL
-    lease_ttl: float = 600  # seconds
+    lease_ttl: float = 30  # seconds
     lease_wait: float = 0  # seconds
     checkpoint_bucket: str = "lakehouse-checkpoints"
+    checkpoint_replicas: int | None = None
+    ack_wait: float = 600  # seconds
     max_lag_messages: int | None = None
     max_lag_age: float | None = 3_600  # seconds
 
@@ -83,9 +90,15 @@ class IngestSpec:
                 f"ingest {self.name!r}: max_lag_messages must be >= 0 and max_lag_age positive "
                 "(or None for no bound)"
             )
-        if self.lease_ttl <= 0 or self.lease_wait < 0:
+        if self.lease_ttl <= 0 or self.lease_wait < 0 or self.ack_wait <= 0:
             raise InvalidArgumentError(
-                f"ingest {self.name!r}: lease_ttl must be positive and lease_wait not negative"
+                f"ingest {self.name!r}: lease_ttl and ack_wait must be positive and lease_wait "
+                "not negative"
+            )
+        if self.checkpoint_replicas is not None and not 1 <= self.checkpoint_replicas <= 5:
+            raise InvalidArgumentError(
+                f"ingest {self.name!r}: checkpoint_replicas must be between 1 and 5 (or None "
+                f"for the server's default), got {self.checkpoint_replicas!r}"
             )
 
     @property
@@ -99,6 +112,7 @@ class IngestSpec:
             self.checkpoint_bucket,
             description="Ingest checkpoints: planned and committed ranges, leases.",
             history=10,
+            replicas=self.checkpoint_replicas,
         )
 
     def consumer_spec(self) -> ConsumerSpec:
@@ -110,6 +124,6 @@ class IngestSpec:
             description=f"lakehouse ingest {self.name!r} into {self.table!r}",
             # Used when the stream is a work queue (the run fetches and acks after the commit):
             # deliveries must outlive a run and a whole run's messages may be unacknowledged.
-            ack_wait=self.lease_ttl,
+            ack_wait=self.ack_wait,
             max_ack_pending=max(1_000, min(self.max_messages, 1_000_000)),
         )

@@ -10,7 +10,7 @@ from pipelines.ingest.run import ingest
 from pipelines.ingest.spec import IngestSpec
 from resources.jetstream import Retention, StreamSpec
 
-ACK_WAIT = 1.5  # seconds: the spec's lease_ttl, which sizes the consumer's ack_wait
+ACK_WAIT = 1.5  # seconds: the consumer's ack_wait (and the lease's TTL)
 
 
 class Crash(Exception):
@@ -35,6 +35,7 @@ def queue(request, js, unique_name, table_root):
         table="bronze/q",
         pull_batch=25,
         lease_ttl=ACK_WAIT,
+        ack_wait=ACK_WAIT,
     )
     js.consumers.add(spec.consumer_spec())  # interest streams keep messages only with a consumer
     js.publish_batch([(f"{unique_name}.files.deleted", b"%d" % i, None) for i in range(60)])
