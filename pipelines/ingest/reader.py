@@ -17,6 +17,7 @@ import pyarrow as pa
 import pyarrow.compute
 from pyspark.accumulators import Accumulator
 from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import functions as F
 
 from pipelines.ingest.bronze import BRONZE_SCHEMA
 from pipelines.ingest.range_reader import RangeReader
@@ -61,9 +62,25 @@ def read_slice(read: RangeRead, start: int, end: int) -> Iterator[pa.RecordBatch
             js.run(reader.close(), what=f"close the read of stream {read.stream!r}")
 
 
-@dataclass
 class ReadCounters:
-    """Messages and payload bytes the tasks read, valid once the DataFrame was written."""
+    """Messages and payload bytes the range's rows hold, valid once the DataFrame was written.
+
+    Both count what this run landed: when Delta skips the commit as a repeat of a committed
+    range, the read never runs and both are 0.
+    """
+
+    @property
+    def messages(self) -> int:
+        raise NotImplementedError
+
+    @property
+    def bytes(self) -> int:
+        raise NotImplementedError
+
+
+@dataclass
+class AccumulatedCounters(ReadCounters):
+    """Counted by the reading tasks themselves (Spark accumulators: classic sessions only)."""
 
     _messages: Accumulator
     _bytes: Accumulator
@@ -77,25 +94,93 @@ class ReadCounters:
         return self._bytes.value
 
 
-def read_range(spark: SparkSession, read: RangeRead) -> tuple[DataFrame, ReadCounters]:
+@dataclass
+class LandedCounters(ReadCounters):
+    """Counted from the rows the run landed in its table, for Spark Connect sessions.
+
+    Spark Connect has no accumulators (no SparkContext), so the counts come from one
+    aggregate over the table after the write: the rows of the range stamped with the run's
+    id (Delta's file statistics on `ingest_run_id` and `seq` skip the other files).
+    """
+
+    spark: SparkSession
+    read: RangeRead
+    table_path: str
+    _counts: tuple[int, int] | None = None
+
+    def _count(self) -> tuple[int, int]:
+        if self._counts is None:
+            from pipelines.delta_tables import table_exists
+
+            if not table_exists(self.spark, self.table_path):
+                self._counts = (0, 0)
+                return self._counts
+            read = self.read
+            row = (
+                self.spark.read.format("delta")
+                .load(self.table_path)
+                .where(
+                    (F.col("stream") == read.stream)
+                    & F.col("seq").between(read.start, read.end)
+                    & (F.col("ingest_run_id") == read.run_id)
+                )
+                .agg(F.count(F.lit(1)), F.sum(F.octet_length("payload")))
+                .first()
+            )
+            self._counts = (int(row[0] or 0), int(row[1] or 0))
+        return self._counts
+
+    @property
+    def messages(self) -> int:
+        return self._count()[0]
+
+    @property
+    def bytes(self) -> int:
+        return self._count()[1]
+
+
+def is_connect(spark: SparkSession) -> bool:
+    """Whether `spark` is a Spark Connect session (no SparkContext, no accumulators)."""
+    return type(spark).__module__.startswith("pyspark.sql.connect")
+
+
+def read_range(
+    spark: SparkSession, read: RangeRead, *, table_path: str | None = None
+) -> tuple[DataFrame, ReadCounters]:
     """A DataFrame of the range's bronze rows, read lazily by `len(read.slices())` tasks.
 
-    The counters fill in as the tasks run (Spark accumulators), so read them after the
-    DataFrame has been written.
+    Read the counters after the DataFrame has been written to `table_path` (required over
+    Spark Connect, where the counters read it back; unused in a classic session): in a classic
+    session the tasks count as they read (Spark accumulators); over Spark Connect they are
+    counted from the landed rows (see `LandedCounters`).
     """
     slices = read.slices()
-    counters = ReadCounters(spark.sparkContext.accumulator(0), spark.sparkContext.accumulator(0))
+    connect = is_connect(spark)
+    counters: ReadCounters
+    if connect:
+        if table_path is None:
+            raise ValueError(
+                f"reading stream {read.stream!r} over Spark Connect needs the table_path the "
+                "range is written to (its counts are taken from the landed rows)"
+            )
+        counters = LandedCounters(spark, read, table_path)
+    else:
+        counters = AccumulatedCounters(
+            spark.sparkContext.accumulator(0), spark.sparkContext.accumulator(0)
+        )
+    accumulated = None if connect else counters
 
     def read_partition(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
         for batch in batches:
             for index in batch.column("id").to_pylist():
                 start, end = slices[index]
                 for rows in read_slice(read, start, end):
-                    counters._messages.add(rows.num_rows)
-                    counters._bytes.add(
-                        pa.compute.sum(pa.compute.binary_length(rows.column("payload"))).as_py()
-                        or 0
-                    )
+                    if accumulated is not None:
+                        accumulated._messages.add(rows.num_rows)
+                        accumulated._bytes.add(
+                            pa.compute.sum(pa.compute.binary_length(rows.column("payload"))).as_py()
+                            or 0
+                        )
                     yield rows
 
     ids = spark.range(0, len(slices), 1, numPartitions=len(slices))
