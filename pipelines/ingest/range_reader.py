@@ -16,6 +16,13 @@ reading back instead of the slice piling up in memory.
 Ordering is checked on the consumer sequence: if a delivery goes missing (a slow-consumer
 drop), the consumer is recreated from the next stream sequence, so the caller sees every
 message of the range once, in order.
+
+On a cluster the ephemeral consumer (one replica) lives on one server, and dies with it. The
+pull requests ask the server for a heartbeat every `HEARTBEAT` seconds while they wait, so
+a consumer that went silent with requests open (its server died, or answers "no responders"
+or "leadership change") is noticed within `STALLED_AFTER` seconds and recreated from the
+next unseen sequence on a live server; creating it retries through the stream's leader
+election (the client's retry budget).
 """
 
 from __future__ import annotations
@@ -35,7 +42,9 @@ from resources.jetstream.errors import RequestTimeoutError
 
 IN_FLIGHT = 3  # pull requests outstanding at once
 REQUEST_EXPIRES = 5.0  # seconds a pull request may wait for messages
-IDLE_TIMEOUT = 30.0  # seconds without any delivery before the read gives up
+HEARTBEAT = 1.0  # seconds between the server's heartbeats while a pull request waits
+STALLED_AFTER = 3 * HEARTBEAT  # seconds of silence with requests open: recreate the consumer
+IDLE_TIMEOUT = 60.0  # seconds without a new message, recreations included, before giving up
 BUFFERED_CHUNKS = 2  # chunks read ahead of the caller before the reader stops asking for more
 MSG_ID = "Nats-Msg-Id"
 
@@ -69,23 +78,32 @@ class RangeReader:
         self._restarting = False
         self._tasks: set[asyncio.Task] = set()  # pull requests being sent
         self._error: BaseException | None = None  # a pull request that could not be sent
+        self._heard = 0.0  # loop time of the last frame from the consumer (or of its creation)
+        self._progress = 0.0  # loop time of the last new message (or of the read's start)
+        self.restarts = 0  # consumers recreated after a gap or a silence
         self.fast_path = False  # deliveries arrive as raw frames (see resources.jetstream.frames)
 
     async def next_chunk(self, rows: int) -> BronzeColumns | None:
         """The next chunk of at most `rows` messages; None when the range is read."""
         self._want = rows
+        loop = asyncio.get_running_loop()
         if self._sub is None and not self._done and not self._restarting:
+            self._progress = loop.time()
             await self._open(self._next_seq)
         while not self._done and len(self._columns) < rows:
             if self._error is not None:
                 raise self._error
             self._changed.clear()
-            try:
-                await asyncio.wait_for(self._changed.wait(), IDLE_TIMEOUT)
-            except TimeoutError:
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(self._changed.wait(), HEARTBEAT)
+            now = loop.time()
+            if self._stalled(now):
+                self._begin_restart()
+            if now - self._progress > IDLE_TIMEOUT and not self._done:
                 raise RequestTimeoutError(
                     f"reading stream {self._stream!r} from {self._next_seq} to {self._end}: no "
-                    f"message for {IDLE_TIMEOUT}s; check the server's health",
+                    f"message for {IDLE_TIMEOUT}s (consumer recreated {self.restarts} times); "
+                    "check the health of the NATS servers holding the stream",
                     stream=self._stream,
                     seq=self._next_seq,
                 ) from None
@@ -100,6 +118,12 @@ class RangeReader:
         self._done = True
         await self._drop_consumer()
 
+    def _stalled(self, now: float) -> bool:
+        """Requests are open but the consumer has been silent past `STALLED_AFTER` (no
+        message, no heartbeat): it is gone with its server, or never got them."""
+        waiting = self._sub is not None and self._requested > 0
+        return waiting and not self._restarting and now - self._heard > STALLED_AFTER
+
     async def _open(self, start: int) -> None:
         config = api.ConsumerConfig(
             deliver_policy=api.DeliverPolicy.BY_START_SEQUENCE,
@@ -113,8 +137,15 @@ class RangeReader:
             config.filter_subject = self._subjects[0]
         elif self._subjects:
             config.filter_subjects = list(self._subjects)
-        info = await self._client.jsm.add_consumer(self._stream, config=config)
+        # A repeat whose first try had landed leaves an unused consumer that expires by
+        # itself (inactive_threshold).
+        info = await self._client.retrying(
+            lambda: self._client.jsm.add_consumer(self._stream, config=config),
+            what=f"create a consumer reading stream {self._stream!r} from {start}",
+            stream=self._stream,
+        )
         self._consumer, self._expected_delivery, self._requested = info.name, 1, 0
+        self._heard = asyncio.get_running_loop().time()
         if not info.num_pending:
             self._finish()
             return
@@ -141,7 +172,13 @@ class RangeReader:
 
     async def _send_requests(self, count: int) -> None:
         subject = f"{self._client.jsm._prefix}.CONSUMER.MSG.NEXT.{self._stream}.{self._consumer}"
-        body = json.dumps({"batch": self._batch, "expires": int(REQUEST_EXPIRES * 1e9)}).encode()
+        body = json.dumps(
+            {
+                "batch": self._batch,
+                "expires": int(REQUEST_EXPIRES * 1e9),
+                "idle_heartbeat": int(HEARTBEAT * 1e9),
+            }
+        ).encode()
         for _ in range(count):
             if self._sub is None:
                 return
@@ -165,6 +202,7 @@ class RangeReader:
         """A delivery on the fast path (`resources.jetstream.frames`): raw bytes."""
         if self._done or self._restarting:
             return
+        self._heard = asyncio.get_running_loop().time()
         if not reply:  # a status message: "NATS/1.0 404 No Messages"
             self._on_status(header[9:12])
         else:
@@ -174,6 +212,7 @@ class RangeReader:
         """A delivery on nats-py's own path, when the fast path could not be installed."""
         if self._done or self._restarting:
             return
+        self._heard = asyncio.get_running_loop().time()
         if not msg.reply:
             self._on_status((msg.headers or {}).get("Status", "").encode())
         else:
@@ -184,8 +223,11 @@ class RangeReader:
         if status in (b"404", b"408"):  # a request ended early (no messages, expired)
             self._requested = 0  # the server has forgotten the outstanding requests
             self._request_more()
-        elif status == b"409":  # a conflict: the consumer was deleted or changed
+        elif status in (b"409", b"503"):
+            # 409: the consumer was deleted, or its leader changed; 503: no responders, the
+            # consumer is gone (its server died): recreate it on a live server.
             self._begin_restart()
+        # 100: a heartbeat; the request is still open (`_heard` was updated)
 
     def _accept(
         self,
@@ -218,6 +260,7 @@ class RangeReader:
         columns.payload.append(payload)
         columns.msg_id.append(headers.get(MSG_ID) if headers else None)
         self._next_seq = seq + 1
+        self._progress = self._heard
         if seq == self._end or tokens[8 + offset] == b"0":  # nothing pending after it
             self._finish()
         elif self._requested <= (IN_FLIGHT - 1) * self._batch:
@@ -226,33 +269,54 @@ class RangeReader:
             self._changed.set()
 
     def _begin_restart(self) -> None:
-        """Recreates the consumer from the next unseen sequence (a delivery went missing).
+        """Recreates the consumer from the next unseen sequence (a delivery went missing,
+        or the consumer went silent).
 
         Runs as its own task: unsubscribing from inside the subscription's callback would
         cancel the callback itself.
         """
+        if self._restarting or self._done:
+            return
         self._restarting = True
-        asyncio.get_running_loop().create_task(self._restart())
+        self.restarts += 1
+        task = asyncio.get_running_loop().create_task(self._restart())
+        self._tasks.add(task)
+        task.add_done_callback(self._request_sent)
 
     async def _restart(self) -> None:
-        await self._drop_consumer()
-        self._restarting = False
-        if self._next_seq > self._end:
-            self._finish()
-        else:
-            await self._open(self._next_seq)
-        self._changed.set()
+        try:
+            await self._drop_consumer(wait=False)
+            if self._next_seq > self._end:
+                self._finish()
+            else:
+                await asyncio.sleep(0.1 * min(self.restarts, 10))  # not in a tight loop
+                await self._open(self._next_seq)
+        finally:
+            self._restarting = False
+            self._changed.set()
 
     def _finish(self) -> None:
         self._done = True
         self._changed.set()
 
-    async def _drop_consumer(self) -> None:
+    async def _drop_consumer(self, *, wait: bool = True) -> None:
+        """Unsubscribes and deletes the consumer; without `wait`, the delete runs in the
+        background (its server may be down: it then expires by itself)."""
         sub, self._sub = self._sub, None
         if sub is not None:
             await frames.unsubscribe_frames(self._client.nc, sub)
         consumer, self._consumer = self._consumer, None
-        if consumer is not None:
-            # An ephemeral consumer also expires by itself (inactive_threshold).
-            with contextlib.suppress(nats.errors.Error, nats.js.errors.Error):
-                await self._client.jsm.delete_consumer(self._stream, consumer)
+        if consumer is None:
+            return
+        delete = self._delete_consumer(consumer)
+        if wait:
+            await delete
+        else:
+            task = asyncio.get_running_loop().create_task(delete)
+            self._tasks.add(task)
+            task.add_done_callback(self._tasks.discard)
+
+    async def _delete_consumer(self, consumer: str) -> None:
+        # An ephemeral consumer also expires by itself (inactive_threshold).
+        with contextlib.suppress(nats.errors.Error, nats.js.errors.Error, TimeoutError):
+            await self._client.jsm.delete_consumer(self._stream, consumer)
