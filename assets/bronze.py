@@ -14,6 +14,7 @@ from dagster import (
 )
 from pydantic import Field
 
+from pipelines.delta_tables import table_exists
 from pipelines.ingest.bronze import BRONZE_SCHEMA
 from pipelines.ingest.engine import IngestResult
 from pipelines.ingest.run import ingest
@@ -31,9 +32,7 @@ BRONZE_COLUMN_SCHEMA = TableSchema(
 
 def count_rows(session, path: str) -> int | None:
     """Rows in the Delta table at `path`, or None if there is no table yet."""
-    from delta.tables import DeltaTable
-
-    if not DeltaTable.isDeltaTable(session, path):
+    if not table_exists(session, path):
         return None
     return session.read.format("delta").load(path).count()
 

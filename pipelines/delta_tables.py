@@ -1,5 +1,11 @@
 """Delta Lake writes the silver and gold stages share: idempotent merges, tagged overwrites,
-and table maintenance (OPTIMIZE, VACUUM).
+table maintenance (OPTIMIZE, VACUUM), and what a table's log says (exists, version, history).
+
+Everything here is Spark SQL on `delta.`<path>`` (`DESCRIBE HISTORY`, `MERGE INTO`,
+`OPTIMIZE`, `VACUUM`) and DataFrame reads and writes, never the `DeltaTable` Python API, so it
+works the same in a classic session and over Spark Connect (`SPARK_REMOTE`): no Delta Connect
+server plugin resolves from Maven Central for Spark 4.2 / Delta 4.4, and a plain Spark Connect
+server with Delta's SQL extension runs all of these.
 
 Silver tables are keyed on the bronze row they came from, (stream, seq), and written with an
 insert-only MERGE, so processing a bronze range twice leaves the same rows. Gold tables are
@@ -10,30 +16,50 @@ commit's `userMetadata`, so a run can tell that nothing changed and skip the wri
 from __future__ import annotations
 
 import json
+import uuid
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from pyspark.sql import DataFrame, SparkSession
+from pyspark.errors import AnalysisException
+from pyspark.sql import DataFrame, Row, SparkSession
 from pyspark.sql.types import StructType
 
 SOURCE_KEY = ("stream", "seq")
 
+# What Spark and Delta answer for a path that holds no Delta table (no directory, or one
+# without a `_delta_log`).
+NOT_A_TABLE = frozenset(
+    {"DELTA_MISSING_DELTA_TABLE", "DELTA_TABLE_ONLY_OPERATION", "PATH_NOT_FOUND"}
+)
+
+
+def delta_path(path: str) -> str:
+    """The SQL name of the Delta table at `path`: delta.`<path>` (backticks doubled)."""
+    return "delta.`" + path.replace("`", "``") + "`"
+
+
+def last_commit(spark: SparkSession, path: str) -> Row | None:
+    """The table's last `DESCRIBE HISTORY` row (version, timestamp, operationMetrics,
+    userMetadata, ...), or None if there is no Delta table at `path`."""
+    try:
+        rows = spark.sql(f"DESCRIBE HISTORY {delta_path(path)} LIMIT 1").collect()
+    except AnalysisException as error:
+        if error.getCondition() in NOT_A_TABLE:
+            return None
+        raise
+    return rows[0] if rows else None
+
 
 def table_exists(spark: SparkSession, path: str) -> bool:
     """Whether a Delta table exists at `path`."""
-    from delta.tables import DeltaTable
-
-    return DeltaTable.isDeltaTable(spark, path)
+    return last_commit(spark, path) is not None
 
 
 def table_version(spark: SparkSession, path: str) -> int | None:
     """The table's current version, or None if there is no table yet."""
-    from delta.tables import DeltaTable
-
-    if not table_exists(spark, path):
-        return None
-    return DeltaTable.forPath(spark, path).history(1).collect()[0]["version"]
+    last = last_commit(spark, path)
+    return None if last is None else last["version"]
 
 
 def read_table(spark: SparkSession, path: str, schema: StructType) -> DataFrame:
@@ -86,31 +112,37 @@ def merge_new_rows(
     Returns:
         The number of rows inserted and the table's version after the merge.
     """
-    from delta.tables import DeltaTable
-
     ensure_table(spark, path, schema)
     if rows.isEmpty():
         return MergeOutcome(0, table_version(spark, path))
     condition = " AND ".join(f"t.`{key}` = s.`{key}`" for key in keys)
-    (
-        DeltaTable.forPath(spark, path)
-        .alias("t")
-        .merge(rows.select(*schema.fieldNames()).alias("s"), condition)
-        .whenNotMatchedInsertAll()
-        .execute()
-    )
-    last = DeltaTable.forPath(spark, path).history(1).collect()[0]
-    metrics = last["operationMetrics"] or {}
-    return MergeOutcome(int(metrics.get("numTargetRowsInserted", 0)), last["version"])
+    inserted = merge_insert_only(spark, rows.select(*schema.fieldNames()), path, condition)
+    return MergeOutcome(inserted, table_version(spark, path))
+
+
+def merge_insert_only(spark: SparkSession, rows: DataFrame, path: str, condition: str) -> int:
+    """`MERGE INTO` the table at `path` (alias `t`) the `rows` (alias `s`) that match no row
+    under `condition`; returns the number of rows inserted.
+
+    The rows go in through a temporary view (SQL MERGE needs a name for its source), dropped
+    afterwards; its name is unique, so concurrent merges in one session do not collide.
+    """
+    view = f"jsl_merge_source_{uuid.uuid4().hex}"
+    rows.createOrReplaceTempView(view)
+    try:
+        result = spark.sql(
+            f"MERGE INTO {delta_path(path)} AS t USING {view} AS s ON {condition} "
+            "WHEN NOT MATCHED THEN INSERT *"
+        ).collect()
+    finally:
+        spark.catalog.dropTempView(view)
+    return int(result[0]["num_inserted_rows"]) if result else 0
 
 
 def last_commit_metadata(spark: SparkSession, path: str) -> dict[str, Any] | None:
     """The JSON `userMetadata` of the table's last commit, or None (no table, or none set)."""
-    from delta.tables import DeltaTable
-
-    if not table_exists(spark, path):
-        return None
-    value = DeltaTable.forPath(spark, path).history(1).collect()[0]["userMetadata"]
+    last = last_commit(spark, path)
+    value = None if last is None else last["userMetadata"]
     if not value:
         return None
     try:
@@ -132,9 +164,7 @@ def overwrite_tagged(rows: DataFrame, path: str, metadata: dict[str, Any]) -> No
 
 def optimize(spark: SparkSession, path: str) -> dict[str, Any]:
     """Compacts the table's small files (Delta OPTIMIZE); returns Delta's metrics."""
-    from delta.tables import DeltaTable
-
-    metrics = DeltaTable.forPath(spark, path).optimize().executeCompaction().collect()
+    metrics = spark.sql(f"OPTIMIZE {delta_path(path)}").collect()
     return metrics[0]["metrics"].asDict(recursive=True) if metrics else {}
 
 
@@ -144,9 +174,7 @@ def vacuum(spark: SparkSession, path: str, *, retention_hours: float) -> int:
     Delta refuses a retention under 7 days (168 hours) unless its safety check is turned off
     in the session; this function never turns it off. Returns the table's version.
     """
-    from delta.tables import DeltaTable
-
-    DeltaTable.forPath(spark, path).vacuum(retention_hours)
+    spark.sql(f"VACUUM {delta_path(path)} RETAIN {float(retention_hours)!r} HOURS").collect()
     version = table_version(spark, path)
     assert version is not None
     return version

@@ -325,16 +325,16 @@ def table_statuses(
         root: the lakehouse root (`LAKEHOUSE_ROOT`).
         tables: table names relative to the root.
     """
-    from delta.tables import DeltaTable
+    from pipelines.delta_tables import last_commit
 
     lakehouse = LakehouseResource(root=root)
     found = []
     for name in tables:
         path = lakehouse.table_path(name)
-        if not DeltaTable.isDeltaTable(spark, path):
+        last = last_commit(spark, path)
+        if last is None:
             found.append(TableStatus(name, path, None, None, None))
             continue
-        last = DeltaTable.forPath(spark, path).history(1).collect()[0]
         rows = spark.read.format("delta").option("versionAsOf", last["version"]).load(path).count()
         committed = last["timestamp"].astimezone(dt.UTC)  # Spark hands back local time
         found.append(TableStatus(name, path, last["version"], rows, committed))

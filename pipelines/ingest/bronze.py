@@ -34,7 +34,7 @@ from pyspark.sql.types import (
     TimestampType,
 )
 
-from pipelines.delta_tables import table_version
+from pipelines.delta_tables import table_exists, table_version
 from resources.jetstream import JsMessage
 
 PARTITION_COLUMNS = ("published_date",)
@@ -136,10 +136,9 @@ class BronzeColumns:
 
 def max_landed_seq(spark: SparkSession, table_path: str, stream: str) -> int:
     """The highest sequence of `stream` in the bronze table (0 if none, or no table)."""
-    from delta.tables import DeltaTable
     from pyspark.sql import functions as F
 
-    if not DeltaTable.isDeltaTable(spark, table_path):
+    if not table_exists(spark, table_path):
         return 0
     frame = spark.read.format("delta").load(table_path).where(F.col("stream") == stream)
     return frame.agg(F.max("seq")).first()[0] or 0

@@ -20,9 +20,9 @@ import time
 from dataclasses import replace
 
 import pyarrow as pa
-from delta.tables import DeltaTable
 from pyspark.sql import SparkSession
 
+from pipelines.delta_tables import merge_insert_only, table_exists
 from pipelines.delta_tables import table_version as delta_version
 from pipelines.ingest.bronze import BRONZE_SCHEMA, PARTITION_COLUMNS, BronzeColumns
 from pipelines.ingest.checkpoint import Checkpoint, CheckpointStore
@@ -121,19 +121,15 @@ def _merge(
     unique = list({m.stream_seq: m for m in messages}.values())  # a redelivery within the batch
     batch = BronzeColumns.from_messages(unique).to_arrow(unique[0].stream, run_id, clock())
     rows = spark.createDataFrame(pa.Table.from_batches([batch]), schema=BRONZE_SCHEMA)
-    if not DeltaTable.isDeltaTable(spark, table_path):
+    if not table_exists(spark, table_path):
         rows.write.format("delta").partitionBy(*PARTITION_COLUMNS).save(table_path)
     else:
         low, high = min(m.stream_seq for m in unique), max(m.stream_seq for m in unique)
-        (
-            DeltaTable.forPath(spark, table_path)
-            .alias("t")
-            .merge(
-                rows.alias("s"),
-                f"t.stream = s.stream AND t.seq = s.seq AND t.seq BETWEEN {low} AND {high}",
-            )
-            .whenNotMatchedInsertAll()
-            .execute()
+        merge_insert_only(
+            spark,
+            rows,
+            table_path,
+            f"t.stream = s.stream AND t.seq = s.seq AND t.seq BETWEEN {low} AND {high}",
         )
     version = delta_version(spark, table_path)
     assert version is not None
