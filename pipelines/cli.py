@@ -37,16 +37,12 @@ def check_java() -> str:
 
 
 def setup() -> int:
-    """Checks Java and makes sure the Delta Lake jars are in the local cache."""
-    from resources.spark import SparkResource
+    """Checks Java and resolves the Delta Lake jars once into the jar cache
+    (`pipelines/commands/setup.py`)."""
+    from pipelines.commands import setup as setup_command
 
     print(f"[setup] {check_java()}")
-    print("[setup] starting Spark once to resolve the Delta Lake jars (cached after the first run)")
-    session = SparkResource(ui_enabled=False).get_session()
-    packages = session.conf.get("spark.jars.packages", "local jars (JSL_SPARK_JARS)")
-    print(f"[setup] Spark {session.version} with {packages}: ready")
-    session.stop()
-    return 0
+    return setup_command.run()
 
 
 def main(argv: list[str] | None = None) -> int:

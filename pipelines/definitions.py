@@ -105,7 +105,7 @@ defs = Definitions(
     executor=in_process_executor,
     resources={
         "jetstream": JetStreamResource(servers=settings.nats_url),
-        "spark": SparkResource(),
+        "spark": SparkResource(table_root=settings.lakehouse_root),
         "lakehouse": LakehouseResource(root=settings.lakehouse_root),
         "quality": DataQualityResource(),
     },

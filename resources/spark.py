@@ -5,31 +5,61 @@ Local defaults are explicit and sized for a small machine (2 cores, 24 GiB): Spa
 Every setting can be overridden by resource config, and when config leaves it unset, by
 an environment variable:
 
-| setting            | env var                      | default                      |
-|--------------------|------------------------------|------------------------------|
-| master             | `JSL_SPARK_MASTER`           | `local[2]`                   |
-| remote (Connect)   | `SPARK_REMOTE`               | unset (no ingest over it yet) |
-| driver_memory      | `JSL_SPARK_DRIVER_MEMORY`    | `4g`                         |
-| shuffle_partitions | `JSL_SPARK_SHUFFLE_PARTITIONS` | `4`                        |
-| ui_enabled         | `JSL_SPARK_UI`               | `false`                      |
-| extra_conf         | `JSL_SPARK_CONF` (JSON object) | `{}`                       |
-| jars               | `JSL_SPARK_JARS` (comma list) | unset: Delta from Maven Central |
+| setting            | env var                        | default                          |
+|--------------------|--------------------------------|----------------------------------|
+| master             | `JSL_SPARK_MASTER`             | `local[2]`                       |
+| remote (Connect)   | `SPARK_REMOTE`                 | unset                            |
+| driver_memory      | `JSL_SPARK_DRIVER_MEMORY`      | `4g`                             |
+| shuffle_partitions | `JSL_SPARK_SHUFFLE_PARTITIONS` | `4`                              |
+| ui_enabled         | `JSL_SPARK_UI`                 | `false`                          |
+| extra_conf         | `JSL_SPARK_CONF` (JSON object) | `{}`                             |
+| jars               | `JSL_SPARK_JARS` (comma list)  | Delta's: jar cache, else Maven   |
+| jars_dir           | `JSL_SPARK_JARS_DIR`           | `~/.cache/jetstream-lakehouse/spark-jars` |
+| python             | `JSL_SPARK_PYTHON`, `PYSPARK_PYTHON` | this interpreter           |
+| driver_host        | `JSL_SPARK_DRIVER_HOST`        | `127.0.0.1` for local, loopback masters |
+| ship_code          | `JSL_SPARK_SHIP_CODE`          | `false`                          |
+| table_root         | `LAKEHOUSE_ROOT`               | unset (not checked)              |
+| shared_filesystem  | `JSL_SPARK_SHARED_FS`          | `false`                          |
 
-Delta Lake's jars are resolved by Spark from Maven Central (`spark.jars.packages`, cached
-under `~/.ivy2.5.2`) unless `jars` lists local jar files, for machines without Maven access.
-More packages (e.g. `org.apache.hadoop:hadoop-aws:<version>` for an `s3a://` table root) go in
-`spark.jars.packages` of `extra_conf` or `JSL_SPARK_CONF`; they are resolved beside Delta's.
+Delta Lake's jars: `jsl setup` resolves Delta's package (and any extra ones in
+`spark.jars.packages` of `extra_conf` / `JSL_SPARK_CONF`, e.g. `hadoop-aws` for `s3a://`) once
+into `jars_dir`; sessions whose package list is in that cache load the files (`spark.jars`,
+served by the driver to the executors) and resolve nothing at run time. Otherwise Spark
+resolves them from Maven Central at start-up (`spark.jars.packages`, cached by Ivy under
+`~/.ivy2.5.2`), unless `jars` lists local jar files. See `resources/spark_artifacts.py`.
+
+On a cluster master (`spark://host:7077`, ...), the executors' Python workers run `python`
+(the same path must exist on every worker: a virtualenv at the same place, or an image), and
+connect back to the driver at `driver_host`. They import the project's code: install it there,
+or set `ship_code` to send a zip of it with the session. A table root on the driver's local
+disk is refused on a cluster master, since executors on other hosts write elsewhere; set
+`shared_filesystem` when every worker sees the same directory (NFS, or all on one host).
+
+Over Spark Connect (`remote`), the server has its own master, jars and Python: the session
+only checks the table root against the server's master and ships the code if asked.
 """
 
 from __future__ import annotations
 
 import json
+import logging
 import os
 import sys
 from dataclasses import dataclass, field
+from pathlib import Path
+from urllib.parse import urlparse
 
 from dagster import ConfigurableResource
 from pydantic import Field
+
+from resources.spark_artifacts import (
+    DEFAULT_JARS_DIR,
+    build_code_zip,
+    cached_jars,
+    packages_with_delta,
+)
+
+log = logging.getLogger(__name__)
 
 DELTA_EXTENSION = "io.delta.sql.DeltaSparkSessionExtension"
 DELTA_CATALOG = "org.apache.spark.sql.delta.catalog.DeltaCatalog"
@@ -38,10 +68,42 @@ DEFAULT_MASTER = "local[2]"
 DEFAULT_DRIVER_MEMORY = "4g"
 DEFAULT_SHUFFLE_PARTITIONS = 4
 MAX_CONCURRENT_OUTPUT_WRITERS = 8
+LOOPBACK = "127.0.0.1"
+CODE_DIR = Path.home() / ".cache" / "jetstream-lakehouse" / "code"
+
+
+class TableRootNotSharedError(ValueError):
+    """The table root is a directory on this host, but the session's executors run elsewhere."""
+
+    def __init__(self, message: str, *, root: str, master: str) -> None:
+        super().__init__(message)
+        self.root = root
+        self.master = master
 
 
 def _env_bool(value: str) -> bool:
     return value.strip().lower() in ("1", "true", "yes", "on")
+
+
+def is_local_master(master: str) -> bool:
+    """Whether `master` runs the executors inside the driver's JVM (`local`, `local[N]`, ...)."""
+    return master.startswith("local")
+
+
+def is_local_path(root: str) -> bool:
+    """Whether `root` is a path on this host's filesystem (no scheme, or `file:`)."""
+    return urlparse(root).scheme in ("", "file")
+
+
+def default_driver_host(master: str) -> str | None:
+    """`127.0.0.1` for local masters and masters on loopback; None (Spark's choice, the
+    host's address) for any other master."""
+    if is_local_master(master):
+        return LOOPBACK
+    hosts = {urlparse(f"spark://{part}").hostname for part in master.split("://", 1)[-1].split(",")}
+    if hosts and hosts <= {"127.0.0.1", "localhost", "::1"}:
+        return LOOPBACK
+    return None
 
 
 @dataclass(frozen=True)
@@ -56,6 +118,12 @@ class SparkSettings:
     ui_enabled: bool = False
     extra_conf: dict[str, str] = field(default_factory=dict)
     jars: tuple[str, ...] = ()
+    jars_dir: str = str(DEFAULT_JARS_DIR)
+    python: str = sys.executable
+    driver_host: str | None = LOOPBACK
+    ship_code: bool = False
+    table_root: str | None = None
+    shared_filesystem: bool = False
 
     @classmethod
     def resolve(
@@ -69,11 +137,20 @@ class SparkSettings:
         ui_enabled: bool | None = None,
         extra_conf: dict[str, str] | None = None,
         jars: list[str] | None = None,
+        jars_dir: str | None = None,
+        python: str | None = None,
+        driver_host: str | None = None,
+        ship_code: bool | None = None,
+        table_root: str | None = None,
+        shared_filesystem: bool | None = None,
         environ: dict[str, str] | None = None,
     ) -> SparkSettings:
         """Resolves each setting: the explicit value, else its env var, else the default.
 
         `extra_conf` from config is layered over `JSL_SPARK_CONF`.
+
+        Raises:
+            ValueError: `JSL_SPARK_CONF` is not a JSON object.
         """
         env = os.environ if environ is None else environ
         env_conf = json.loads(env["JSL_SPARK_CONF"]) if env.get("JSL_SPARK_CONF") else {}
@@ -82,9 +159,16 @@ class SparkSettings:
         env_jars = [j.strip() for j in env.get("JSL_SPARK_JARS", "").split(",") if j.strip()]
         partitions = shuffle_partitions or env.get("JSL_SPARK_SHUFFLE_PARTITIONS")
         ui = ui_enabled if ui_enabled is not None else _env_bool(env.get("JSL_SPARK_UI", "false"))
+        resolved_master = master or env.get("JSL_SPARK_MASTER") or DEFAULT_MASTER
+        ship = ship_code if ship_code is not None else _env_bool(env.get("JSL_SPARK_SHIP_CODE", ""))
+        shared = (
+            shared_filesystem
+            if shared_filesystem is not None
+            else _env_bool(env.get("JSL_SPARK_SHARED_FS", ""))
+        )
         return cls(
             app_name=app_name,
-            master=master or env.get("JSL_SPARK_MASTER") or DEFAULT_MASTER,
+            master=resolved_master,
             remote=remote or env.get("SPARK_REMOTE") or None,
             driver_memory=driver_memory
             or env.get("JSL_SPARK_DRIVER_MEMORY")
@@ -93,10 +177,29 @@ class SparkSettings:
             ui_enabled=ui,
             extra_conf={**{k: str(v) for k, v in env_conf.items()}, **(extra_conf or {})},
             jars=tuple(jars or env_jars),
+            jars_dir=jars_dir or env.get("JSL_SPARK_JARS_DIR") or str(DEFAULT_JARS_DIR),
+            python=python
+            or env.get("JSL_SPARK_PYTHON")
+            or env.get("PYSPARK_PYTHON")
+            or sys.executable,
+            driver_host=driver_host
+            or env.get("JSL_SPARK_DRIVER_HOST")
+            or default_driver_host(resolved_master),
+            ship_code=ship,
+            table_root=table_root or env.get("LAKEHOUSE_ROOT") or None,
+            shared_filesystem=shared,
         )
 
+    def packages(self) -> tuple[str, ...]:
+        """The Maven packages the session needs: Delta's, then those `extra_conf` names."""
+        return packages_with_delta(self.extra_conf.get("spark.jars.packages", ""))
+
     def conf(self) -> dict[str, str]:
-        """Every Spark conf key this factory sets, before `extra_conf` wins."""
+        """Every Spark conf key this factory sets, `extra_conf` included (it wins).
+
+        Jars: `spark.jars` when `jars` lists local files, else `spark.jars.packages` with
+        Delta's package and the extra ones (`session_builder` swaps these for cached jars).
+        """
         conf = {
             "spark.driver.memory": self.driver_memory,
             "spark.sql.shuffle.partitions": str(self.shuffle_partitions),
@@ -118,34 +221,95 @@ class SparkSettings:
             # touches one or two publish dates, and the sort was a third of the JVM's CPU in
             # an ingest (docs/performance.md). Past the limit, Spark sorts the rest.
             "spark.sql.maxConcurrentOutputFileWriters": str(MAX_CONCURRENT_OUTPUT_WRITERS),
+            # The executors' Python workers (any master): this virtualenv's interpreter, not
+            # `python3` from PATH, which lacks the project and its packages.
+            "spark.pyspark.python": self.python,
         }
-        if self.master.startswith("local"):
-            # Loopback only: nothing here needs the network, and the host name may not resolve.
-            conf["spark.driver.host"] = "127.0.0.1"
-            conf["spark.driver.bindAddress"] = "127.0.0.1"
+        if self.driver_host:
+            conf["spark.driver.host"] = self.driver_host
+            if self.driver_host == LOOPBACK:
+                # Loopback only: nothing here needs the network, and the host name may not
+                # resolve.
+                conf["spark.driver.bindAddress"] = LOOPBACK
+        conf = {**conf, **self.extra_conf}
         if self.jars:
             conf["spark.jars"] = ",".join(self.jars)
-        return {**conf, **self.extra_conf}
+            conf.pop("spark.jars.packages", None)
+        else:
+            conf["spark.jars.packages"] = ",".join(self.packages())
+        return conf
+
+    def check_table_root(self, master: str) -> None:
+        """Refuses a table root on this host's disk when `master`'s executors run elsewhere.
+
+        Raises:
+            TableRootNotSharedError: `table_root` is a local path, `master` is not local, and
+                `shared_filesystem` is off.
+        """
+        root = self.table_root
+        if root is None or self.shared_filesystem or is_local_master(master):
+            return
+        if is_local_path(root):
+            raise TableRootNotSharedError(
+                f"the Delta tables' root {root!r} is a directory on this host, but Spark master "
+                f"{master!r} runs executors that may be on other hosts, where the tables would "
+                "be written to their own disks. Set LAKEHOUSE_ROOT to a URI every worker can "
+                "reach (s3a://, abfss://, hdfs://), or, if every worker sees this directory "
+                "at the same path (NFS, or all workers on this host), set JSL_SPARK_SHARED_FS=1 "
+                "(SparkResource.shared_filesystem=True)",
+                root=root,
+                master=master,
+            )
 
 
 def session_builder(settings: SparkSettings):
-    """The configured `SparkSession.Builder` (local or cluster master), before it starts.
+    """The configured classic `SparkSession.Builder`, before it starts.
 
-    Delta's package is added to `spark.jars.packages` (unless `jars` lists local jars), with
-    any packages the settings' `spark.jars.packages` names kept beside it.
+    With no `jars` given, Delta's package and the extra ones come from the jar cache when
+    `jsl setup` resolved exactly that list (`spark.jars`, nothing resolved at start-up), else
+    from Maven Central (`spark.jars.packages`).
     """
     from pyspark.sql import SparkSession
 
-    builder = SparkSession.builder.master(settings.master).appName(settings.app_name)
     conf = settings.conf()
+    if not settings.jars:
+        cached = cached_jars(settings.jars_dir, settings.packages())
+        if cached:
+            conf.pop("spark.jars.packages")
+            conf["spark.jars"] = ",".join(cached)
+        else:
+            log.info(
+                "no jars cached in %s for %s: Spark resolves them from Maven Central "
+                "(run `jsl setup` to resolve them once)",
+                settings.jars_dir,
+                ", ".join(settings.packages()),
+            )
+    builder = SparkSession.builder.master(settings.master).appName(settings.app_name)
     for key, value in conf.items():
         builder = builder.config(key, value)
-    if not settings.jars:
-        from delta import configure_spark_with_delta_pip
-
-        extra = [p.strip() for p in conf.get("spark.jars.packages", "").split(",") if p.strip()]
-        builder = configure_spark_with_delta_pip(builder, extra_packages=extra)
     return builder
+
+
+_shipped: set[tuple[int, str]] = set()  # (id of the session, zip name) already added
+
+
+def ship_code(session, out_dir: Path = CODE_DIR) -> Path:
+    """Adds a zip of the project's packages to `session` for its executors' Python workers.
+
+    Classic sessions use `SparkContext.addPyFile`; Spark Connect sessions
+    `addArtifacts(..., pyfile=True)`. Each zip (named by its content's hash) is added once
+    per session. Returns the zip's path.
+    """
+    code = build_code_zip(out_dir)
+    key = (id(session), code.name)
+    if key in _shipped:
+        return code
+    if type(session).__module__.startswith("pyspark.sql.connect"):
+        session.addArtifacts(str(code), pyfile=True)
+    else:
+        session.sparkContext.addPyFile(str(code))
+    _shipped.add(key)
+    return code
 
 
 def build_spark_session(settings: SparkSettings):
@@ -153,17 +317,31 @@ def build_spark_session(settings: SparkSettings):
 
     Settings such as driver memory only take effect when the JVM starts, so the first call
     in a process decides them; later calls return the same session.
+
+    Raises:
+        TableRootNotSharedError: the table root is local and the executors may not see it
+            (checked before a classic session starts; over Connect, against the server's
+            master).
     """
     from pyspark.sql import SparkSession
 
     if settings.remote:
-        return SparkSession.builder.remote(settings.remote).appName(settings.app_name).getOrCreate()
-    if settings.master.startswith("local"):
-        # Python workers must run this interpreter (the virtualenv), not `python3` on PATH;
-        # PySpark reads only this variable when it starts its workers.
-        os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
-    session = session_builder(settings).getOrCreate()
-    session.sparkContext.setLogLevel("WARN")
+        # Delta's commit conflicts (ConcurrentAppendException, ...) arrive as Delta's
+        # exception classes over Connect only once these are registered.
+        import delta.connect.exceptions  # noqa: F401
+
+        session = (
+            SparkSession.builder.remote(settings.remote).appName(settings.app_name).getOrCreate()
+        )
+        settings.check_table_root(session.conf.get("spark.master", "unknown"))
+    else:
+        settings.check_table_root(settings.master)
+        # PySpark hands this variable to the executors as their Python (any master).
+        os.environ["PYSPARK_PYTHON"] = settings.python
+        session = session_builder(settings).getOrCreate()
+        session.sparkContext.setLogLevel("WARN")
+    if settings.ship_code:
+        ship_code(session)
     return session
 
 
@@ -171,10 +349,13 @@ class SparkResource(ConfigurableResource):
     """A SparkSession with Delta Lake, for assets that read and write Delta tables.
 
     Unset fields fall back to environment variables, then to local defaults (see the
-    module docstring), so the same code location runs locally and on a cluster.
+    module docstring), so the same code location runs locally, on a cluster master
+    (`spark://...`) and over Spark Connect (`remote`, or `SPARK_REMOTE`).
 
     Examples:
         >>> spark = SparkResource(driver_memory="8g", extra_conf={"spark.sql.ansi.enabled": "true"})
+        >>> on_cluster = SparkResource(master="spark://10.0.0.5:7077", ship_code=True,
+        ...                            table_root="s3a://lake/tables")
         >>> @asset
         ... def rows(spark: SparkResource) -> int:
         ...     return spark.get_session().read.format("delta").load("/data/bronze").count()
@@ -205,8 +386,40 @@ class SparkResource(ConfigurableResource):
     )
     jars: list[str] = Field(
         default_factory=list,
-        description="Local jar paths (Delta's included) instead of resolving Delta from Maven "
-        "Central (env JSL_SPARK_JARS, comma-separated).",
+        description="Local jar paths (Delta's included) instead of Delta's package from the jar "
+        "cache or Maven Central (env JSL_SPARK_JARS, comma-separated).",
+    )
+    jars_dir: str | None = Field(
+        default=None,
+        description="Where `jsl setup` caches the resolved jars (env JSL_SPARK_JARS_DIR; "
+        "default ~/.cache/jetstream-lakehouse/spark-jars).",
+    )
+    python: str | None = Field(
+        default=None,
+        description="The executors' Python, spark.pyspark.python, for any master (env "
+        "JSL_SPARK_PYTHON, then PYSPARK_PYTHON; default this interpreter). Must exist at this "
+        "path on every worker.",
+    )
+    driver_host: str | None = Field(
+        default=None,
+        description="spark.driver.host, the address executors reach the driver at (env "
+        "JSL_SPARK_DRIVER_HOST; default 127.0.0.1 for local and loopback masters, else Spark's).",
+    )
+    ship_code: bool | None = Field(
+        default=None,
+        description="Send a zip of the project's packages to the executors with the session "
+        "(addPyFile / Connect addArtifacts), for workers without the project installed (env "
+        "JSL_SPARK_SHIP_CODE; default false).",
+    )
+    table_root: str | None = Field(
+        default=None,
+        description="The Delta tables' root (env LAKEHOUSE_ROOT), checked against the master: a "
+        "local directory is refused on a cluster master unless shared_filesystem is set.",
+    )
+    shared_filesystem: bool | None = Field(
+        default=None,
+        description="Every worker sees the local table root at the same path (NFS, or all "
+        "workers on this host) (env JSL_SPARK_SHARED_FS; default false).",
     )
 
     def settings(self) -> SparkSettings:
@@ -220,6 +433,12 @@ class SparkResource(ConfigurableResource):
             ui_enabled=self.ui_enabled,
             extra_conf=self.extra_conf,
             jars=self.jars,
+            jars_dir=self.jars_dir,
+            python=self.python,
+            driver_host=self.driver_host,
+            ship_code=self.ship_code,
+            table_root=self.table_root,
+            shared_filesystem=self.shared_filesystem,
         )
 
     def get_session(self):
