@@ -7,6 +7,9 @@ Nothing here is secret: credentials reach resources through `dagster.EnvVar` ins
 - `LAKEHOUSE_ROOT` (default `$LAKEHOUSE_DATA_DIR/lakehouse`): root of the Delta tables, a
   path or a URI.
 - `NATS_URL` (default `nats://127.0.0.1:4222`): NATS server(s), comma-separated.
+- `JSL_NATS_REPLICAS` (default unset): replicas of the file trash topology's stream and
+  buckets (3 on a three-node JetStream cluster). Unset leaves them undeclared: created with
+  the server's default (1), and an existing stream or bucket keeps what it has.
 """
 
 from __future__ import annotations
@@ -26,15 +29,22 @@ class Settings:
     data_dir: Path
     lakehouse_root: str
     nats_url: str
+    nats_replicas: int | None = None
 
     @classmethod
     def from_env(cls, environ: dict[str, str] | None = None) -> Settings:
+        """Reads the settings from `environ` (default: the process environment).
+
+        Raises:
+            ValueError: `JSL_NATS_REPLICAS` is set but not a number from 1 to 5.
+        """
         env = os.environ if environ is None else environ
         data_dir = Path(env.get("LAKEHOUSE_DATA_DIR") or PROJECT_DIR / ".data").resolve()
         return cls(
             data_dir=data_dir,
             lakehouse_root=env.get("LAKEHOUSE_ROOT") or str(data_dir / "lakehouse"),
             nats_url=env.get("NATS_URL") or DEFAULT_NATS_URL,
+            nats_replicas=_replicas(env.get("JSL_NATS_REPLICAS")),
         )
 
     @property
@@ -46,3 +56,14 @@ class Settings:
     def dagster_home(self) -> Path:
         """DAGSTER_HOME for the demo and `make dev`, so their runs show in the UI."""
         return self.data_dir / "dagster_home"
+
+
+def _replicas(value: str | None) -> int | None:
+    if not value or not value.strip():
+        return None
+    if not value.strip().isdigit() or not 1 <= int(value) <= 5:
+        raise ValueError(
+            f"JSL_NATS_REPLICAS must be a number from 1 to 5 (3 on a three-node JetStream "
+            f"cluster), or unset for the server's default; got {value!r}"
+        )
+    return int(value)

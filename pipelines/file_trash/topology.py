@@ -2,14 +2,24 @@
 
 The demo, `make dev` and the tests provision the server from `FILE_TRASH_TOPOLOGY` with
 `resources.jetstream.reconcile`; the assets are built from the ingest specs.
+
+Replicas of the stream, the consumers and the buckets come from `JSL_NATS_REPLICAS` (see
+`pipelines.settings`), read when this module is imported: unset, they are undeclared (the
+server's default on create, and an existing object keeps its own, so provisioning never
+scales an operator's R3 stream down). `file_trash_topology(replicas)` builds the same
+topology for another number.
 """
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 from pipelines.ingest.spec import IngestSpec
+from pipelines.settings import Settings
 from resources.jetstream import KeyValueSpec, ObjectStoreSpec, StreamSpec, Topology
 
 DAY = 86_400  # seconds
+REPLICAS = Settings.from_env().nats_replicas  # None: undeclared
 
 FILE_EVENTS = StreamSpec(
     name="FILE_EVENTS",
@@ -18,6 +28,7 @@ FILE_EVENTS = StreamSpec(
     max_age=7 * DAY,
     max_bytes=1 << 30,
     duplicate_window=120,
+    replicas=REPLICAS,
 )
 
 BRONZE_FILE_EVENTS = IngestSpec(
@@ -26,6 +37,7 @@ BRONZE_FILE_EVENTS = IngestSpec(
     durable="lakehouse-bronze",
     filter_subjects=("files.>",),
     table="bronze/file_events",
+    checkpoint_replicas=REPLICAS,
 )
 
 # Fan-out: a second durable consumer on the same subjects, at its own position. Its falling
@@ -36,6 +48,7 @@ AUDIT_LOG = IngestSpec(
     durable="audit-logger",
     filter_subjects=("files.>",),
     table="audit/audit_log",
+    checkpoint_replicas=REPLICAS,
 )
 
 # Message filter: a consumer that only ever sees `files.trashed` (the notification service).
@@ -45,6 +58,7 @@ TRASH_NOTIFICATIONS = IngestSpec(
     durable="notification-service",
     filter_subjects=("files.trashed",),
     table="bronze/trash_notifications",
+    checkpoint_replicas=REPLICAS,
 )
 
 INGESTS = (BRONZE_FILE_EVENTS, AUDIT_LOG, TRASH_NOTIFICATIONS)
@@ -55,15 +69,27 @@ REPLAY_REQUESTS = KeyValueSpec(
     "lakehouse-replays",
     description="Replay requests (a sequence range or a time window per key) and outcomes.",
     history=10,
+    replicas=REPLICAS,
 )
 
 ARTIFACTS = ObjectStoreSpec(
-    "lakehouse-artifacts", description="Validation reports and run manifests."
+    "lakehouse-artifacts", description="Validation reports and run manifests.", replicas=REPLICAS
 )
 
-FILE_TRASH_TOPOLOGY = Topology(
-    streams=(FILE_EVENTS,),
-    consumers=tuple(ingest.consumer_spec() for ingest in INGESTS),
-    kv_buckets=(CHECKPOINTS, REPLAY_REQUESTS),
-    object_buckets=(ARTIFACTS,),
-)
+
+def file_trash_topology(replicas: int | None) -> Topology:
+    """The file trash topology with `replicas` for the stream and the buckets (None:
+    undeclared). The consumers are durable and take the stream's replicas."""
+    ingests = [replace(ingest, checkpoint_replicas=replicas) for ingest in INGESTS]
+    return Topology(
+        streams=(replace(FILE_EVENTS, replicas=replicas),),
+        consumers=tuple(ingest.consumer_spec() for ingest in ingests),
+        kv_buckets=(
+            ingests[0].checkpoint_bucket_spec(),
+            replace(REPLAY_REQUESTS, replicas=replicas),
+        ),
+        object_buckets=(replace(ARTIFACTS, replicas=replicas),),
+    )
+
+
+FILE_TRASH_TOPOLOGY = file_trash_topology(REPLICAS)

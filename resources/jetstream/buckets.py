@@ -1,7 +1,9 @@
 """Key-Value and Object Store buckets as declared in code.
 
 The specs are what `Topology` reconciles; `ensure` creates the bucket if it is missing
-(binding to an existing bucket never changes its configuration).
+(binding to an existing bucket never changes its configuration). `replicas` is the one
+setting reconcile changes on an existing bucket, and only upwards unless asked
+(`allow_fewer_replicas`); None leaves it to the server (1 on create) and as it is after.
 """
 
 from __future__ import annotations
@@ -49,7 +51,7 @@ class KeyValueSpec:
     max_value_size: int = -1
     max_bytes: int = -1
     storage: Storage = Storage.FILE
-    replicas: int = 1
+    replicas: int | None = None  # 1 on create; None keeps an existing bucket's
     # set on the bucket's stream when created; not part of the hash (a dict)
     metadata: Mapping[str, str] | None = field(default=None, hash=False)
 
@@ -60,6 +62,7 @@ class KeyValueSpec:
         object.__setattr__(self, "storage", Storage(self.storage))
         metadata = check_metadata(f"{self.kind} {self.bucket!r}", self.metadata)
         object.__setattr__(self, "metadata", metadata)
+        check_replicas(self)
         if not 1 <= self.history <= 64:
             raise InvalidArgumentError(
                 f"kv bucket {self.bucket!r}: history must be between 1 and 64, got {self.history!r}"
@@ -74,7 +77,7 @@ class KeyValueSpec:
             max_value_size=self.max_value_size,
             max_bytes=self.max_bytes,
             storage=api.StorageType(self.storage.value),
-            replicas=self.replicas,
+            replicas=self.replicas or 1,
             direct=True,
         )
 
@@ -109,7 +112,7 @@ class ObjectStoreSpec:
     ttl: float = 0  # seconds; 0 keeps objects forever
     max_bytes: int = -1
     storage: Storage = Storage.FILE
-    replicas: int = 1
+    replicas: int | None = None  # 1 on create; None keeps an existing bucket's
     # set on the bucket's stream when created; not part of the hash (a dict)
     metadata: Mapping[str, str] | None = field(default=None, hash=False)
 
@@ -120,6 +123,7 @@ class ObjectStoreSpec:
         object.__setattr__(self, "storage", Storage(self.storage))
         metadata = check_metadata(f"{self.kind} {self.bucket!r}", self.metadata)
         object.__setattr__(self, "metadata", metadata)
+        check_replicas(self)
 
     def to_nats(self) -> api.ObjectStoreConfig:
         return api.ObjectStoreConfig(
@@ -128,7 +132,7 @@ class ObjectStoreSpec:
             ttl=self.ttl or None,
             max_bytes=self.max_bytes,
             storage=api.StorageType(self.storage.value),
-            replicas=self.replicas,
+            replicas=self.replicas or 1,
         )
 
     @property
@@ -147,6 +151,24 @@ class ObjectStoreSpec:
         )
         set_metadata(client, self.stream_name, self.metadata)
         return True
+
+
+def check_replicas(spec: KeyValueSpec | ObjectStoreSpec) -> None:
+    """Checks a bucket's declared replicas before any I/O: None, or 1 to 5."""
+    replicas = spec.replicas
+    if replicas is not None and (
+        isinstance(replicas, bool) or not isinstance(replicas, int) or not 1 <= replicas <= 5
+    ):
+        raise InvalidArgumentError(
+            f"{spec.kind} {spec.bucket!r}: replicas must be between 1 and 5 (None: the "
+            f"server's default), got {replicas!r}"
+        )
+
+
+def set_replicas(client: JetStreamClient, stream: str, replicas: int) -> None:
+    """Changes the replicas of a bucket's stream, keeping every other setting."""
+    spec = client.streams.info(stream).spec
+    client.streams.update(dataclasses.replace(spec, replicas=replicas))
 
 
 def set_metadata(client: JetStreamClient, stream: str, metadata: Mapping[str, str] | None) -> None:

@@ -4,9 +4,11 @@
 nothing unless asked (`delete_undeclared=True`, which only touches consumers of declared
 streams). It is safe on a server other tools also manage: only the fields a spec declares
 are compared and changed (every other setting stays as the server has it), every change is
-planned and checked before the first write, and a stream is never scaled down to fewer
-replicas unless asked (`allow_fewer_replicas=True`). `plan` says what it would do, writing
-nothing.
+planned and checked before the first write, and a stream or bucket is never scaled down to
+fewer replicas unless asked (`allow_fewer_replicas=True`). Of an existing bucket only its
+declared replicas are compared and changed. Placement (cluster, tags) is not modelled, so it
+is never changed: an update sends the server's own placement back. `plan` says what it would
+do, writing nothing.
 
 Examples:
     >>> topology = Topology(
@@ -24,7 +26,7 @@ from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import TYPE_CHECKING, Any
 
-from resources.jetstream.buckets import KeyValueSpec, ObjectStoreSpec
+from resources.jetstream.buckets import KeyValueSpec, ObjectStoreSpec, set_replicas
 from resources.jetstream.consumers import ConsumerSpec
 from resources.jetstream.errors import InvalidArgumentError
 from resources.jetstream.spec_merge import declared_changes, refuse_changes
@@ -118,7 +120,8 @@ def plan(
         topology: the declared objects.
         delete_undeclared: also plan to delete consumers of declared streams that the
             topology does not declare.
-        allow_fewer_replicas: allow a declared stream to have fewer replicas than it has.
+        allow_fewer_replicas: allow a declared stream or bucket to have fewer replicas
+            than it has.
 
     Returns:
         One change per declared object (and per consumer to delete), in order.
@@ -126,7 +129,7 @@ def plan(
     Raises:
         InvalidArgumentError: a declared field cannot change on the server (storage,
             retention to or from work queue, a consumer's deliver policy, ...), or a stream
-            would lose replicas; it names the object and the field.
+            or bucket would lose replicas; it names the object and the field.
     """
     changes: list[Change] = []
     for spec in topology.streams:
@@ -136,13 +139,7 @@ def plan(
         found = client.streams.info(spec.name).spec
         diff = diff_specs(found, spec)
         refusals = found.refused_changes(diff)
-        old, new = diff.get("replicas", (0, 0))
-        if new < old and not allow_fewer_replicas:
-            refusals.append(
-                f"replicas would go down from {old} to {new}; reconcile never scales a stream "
-                "down unless asked (allow_fewer_replicas=True), so declare "
-                f"replicas={old} or leave replicas undeclared"
-            )
+        refusals += _fewer_replicas(diff, "stream", allow_fewer_replicas)
         refuse_changes(f"stream {spec.name!r}", refusals, stream=spec.name)
         changes.append(_change("stream", spec.name, diff, spec))
     for spec in topology.consumers:
@@ -167,10 +164,29 @@ def plan(
                     name = f"{stream.name}/{existing}"
                     changes.append(Change("consumer", name, Action.DELETED, spec=stream.name))
     for bucket in (*topology.kv_buckets, *topology.object_buckets):
-        exists = client.streams.exists(bucket.stream_name)
-        action = Action.UNCHANGED if exists else Action.CREATED
-        changes.append(Change(bucket.kind, bucket.bucket, action, spec=bucket))
+        if not client.streams.exists(bucket.stream_name):
+            changes.append(Change(bucket.kind, bucket.bucket, Action.CREATED, spec=bucket))
+            continue
+        found = client.streams.info(bucket.stream_name).spec.replicas or 1
+        diff = {}
+        if bucket.replicas is not None and bucket.replicas != found:
+            diff["replicas"] = (found, bucket.replicas)
+        refusals = _fewer_replicas(diff, bucket.kind, allow_fewer_replicas)
+        refuse_changes(f"{bucket.kind} {bucket.bucket!r}", refusals, bucket=bucket.bucket)
+        changes.append(_change(bucket.kind, bucket.bucket, diff, bucket))
     return changes
+
+
+def _fewer_replicas(diff: dict[str, tuple[Any, Any]], kind: str, allowed: bool) -> list[str]:
+    """The refusal of a replicas change downwards, unless `allowed`."""
+    old, new = diff.get("replicas", (0, 0))
+    if new >= old or allowed:
+        return []
+    return [
+        f"replicas would go down from {old} to {new}; reconcile never scales a {kind} down "
+        f"unless asked (allow_fewer_replicas=True), so declare replicas={old} or leave "
+        "replicas undeclared"
+    ]
 
 
 def reconcile(
@@ -190,7 +206,8 @@ def reconcile(
         topology: the declared objects.
         delete_undeclared: also delete consumers of declared streams that the topology does
             not declare. Streams and buckets are never deleted here.
-        allow_fewer_replicas: allow lowering a stream's replicas to the declared number.
+        allow_fewer_replicas: allow lowering a stream's or bucket's replicas to the
+            declared number.
 
     Raises:
         InvalidArgumentError: as `plan`, before anything is written.
@@ -221,5 +238,7 @@ def _apply(client: JetStreamClient, change: Change) -> None:
     elif change.kind == "consumer":
         add = change.action is Action.CREATED
         (client.consumers.add if add else client.consumers.update)(spec)
+    elif change.action is Action.UPDATED:
+        set_replicas(client, spec.stream_name, change.diff["replicas"][1])
     else:
         spec.ensure(client)

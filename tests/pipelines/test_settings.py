@@ -1,5 +1,7 @@
 from pathlib import Path
 
+import pytest
+
 from pipelines.settings import DEFAULT_NATS_URL, PROJECT_DIR, Settings
 
 
@@ -23,3 +25,14 @@ def test_settings_follow_the_environment(tmp_path: Path):
     assert settings.lakehouse_root == "s3a://bucket/lake"
     assert settings.nats_url == "nats://a:4222,nats://b:4222"
     assert settings.dagster_home == tmp_path / "dagster_home"
+
+
+def test_nats_replicas_are_undeclared_unless_jsl_nats_replicas_is_set():
+    assert Settings.from_env({}).nats_replicas is None
+    assert Settings.from_env({"JSL_NATS_REPLICAS": "3"}).nats_replicas == 3
+
+
+@pytest.mark.parametrize("value", ["0", "6", "three", "-1"])
+def test_jsl_nats_replicas_outside_one_to_five_is_refused_naming_the_variable(value):
+    with pytest.raises(ValueError, match="JSL_NATS_REPLICAS must be a number from 1 to 5"):
+        Settings.from_env({"JSL_NATS_REPLICAS": value})
