@@ -110,6 +110,9 @@ class EmbeddedNatsServer:
                     ],
                     stdout=subprocess.DEVNULL,
                     stderr=stderr,
+                    # Its own session: a Ctrl-C in the terminal reaches the owner, which
+                    # stops what uses the server (e.g. `jsl dev`'s Dagster) before it.
+                    start_new_session=True,
                 )
             self._wait_until_ready()
         except BaseException:

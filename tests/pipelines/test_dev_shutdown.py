@@ -1,9 +1,9 @@
 """`make dev` (`jsl dev`) stops everything it started: Dagster's processes, then the server.
 
 `jsl dev` runs in a session of its own, as in a terminal; Ctrl-C is a SIGINT to its process
-group (which does not include `dagster dev`, whose group is its own). Afterwards no process
-of the session may be left: not `dagster dev`, its webserver, daemon or code server, nor the
-embedded nats-server.
+group (which includes neither `dagster dev`, whose group is its own, nor the embedded
+nats-server, which has a session of its own). Afterwards no process of the session may be
+left (not `dagster dev`, its webserver, daemon or code server), and the nats-server is gone.
 """
 
 from __future__ import annotations
@@ -76,13 +76,15 @@ def test_ctrl_c_on_jsl_dev_stops_dagster_and_its_children_then_the_server(tmp_pa
             stderr=subprocess.STDOUT,
             start_new_session=True,
         )
+    server = None
     try:
         Webserver(f"http://127.0.0.1:{port}", log_path=log_path, process=process).wait_until_loaded(
             WEBSERVER_START_TIMEOUT
         )
         started = session_processes(process.pid)
-        assert any("nats-server" in line for line in started), started
         assert any("dagster_webserver" in line for line in started), started
+        [server] = [p for p in psutil.Process(process.pid).children() if "nats-server" in p.name()]
+        assert os.getsid(server.pid) == server.pid  # a Ctrl-C does not reach it directly
 
         os.killpg(process.pid, signal.SIGINT)  # what Ctrl-C in a terminal does
 
@@ -92,6 +94,7 @@ def test_ctrl_c_on_jsl_dev_stops_dagster_and_its_children_then_the_server(tmp_pa
         output = log_path.read_text(errors="replace")
         assert process.returncode is not None, f"jsl dev still runs:\n{output[-3000:]}"
         assert left == [], f"left behind: {left}\n{output[-3000:]}"
+        assert not server.is_running() or server.status() == psutil.STATUS_ZOMBIE
         # Dagster was stopped (and waited for) before the server.
         assert (
             output.index("SIGINT: stopping dagster")
@@ -102,6 +105,9 @@ def test_ctrl_c_on_jsl_dev_stops_dagster_and_its_children_then_the_server(tmp_pa
         kill_session(process.pid)
         with contextlib.suppress(subprocess.TimeoutExpired):
             process.wait(timeout=10)
+        if server is not None:
+            with contextlib.suppress(psutil.Error):
+                server.kill()
 
 
 def test_a_command_that_ignores_signals_is_killed_with_what_it_started(tmp_path):
