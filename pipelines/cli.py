@@ -3,6 +3,7 @@
 - `jsl setup`: check Java and fetch the Delta Lake jars;
 - `jsl demo`: the pipeline end to end on an embedded nats-server;
 - `jsl dev`: the Dagster UI and daemon against an embedded nats-server;
+- `jsl provision`: reconcile the topology (stream, consumers, buckets) on a server, plan first;
 - `jsl generate`: publish realistic (and, on request, bad) file events;
 - `jsl artifacts list|get`: the runs' validation reports and manifests in the Object Store;
 - `jsl status`: streams, consumers, checkpoints, leases, watermarks, replays (and tables).
@@ -21,6 +22,7 @@ import sys
 from pipelines import demo as demo_module
 from pipelines.commands import artifacts as artifacts_command
 from pipelines.commands import generate as generate_command
+from pipelines.commands import provision as provision_command
 from pipelines.commands import status as status_command
 
 
@@ -68,6 +70,11 @@ def main(argv: list[str] | None = None) -> int:
         "dev",
         help="open the Dagster UI against an embedded server (other options go to `dagster dev`)",
     )
+    provision = commands.add_parser(
+        "provision",
+        help="create or update the stream, consumers and buckets on a server (plan first)",
+    )
+    provision_command.add_arguments(provision)
     generate = commands.add_parser(
         "generate", help="publish good and bad sample file events to FILE_EVENTS"
     )
@@ -87,6 +94,8 @@ def main(argv: list[str] | None = None) -> int:
 
     if args.command == "setup":
         return setup()
+    if args.command == "provision":
+        return provision_command.run(args)
     if args.command == "generate":
         return generate_command.run(args)
     if args.command == "artifacts":

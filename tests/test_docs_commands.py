@@ -27,10 +27,11 @@ FENCE = re.compile(r"```(?:bash|sh|shell)\n(.*?)```", re.S)
 # Run by this module, exactly as written (against a provisioned embedded nats-server).
 RUN_HERE = {
     ".venv/bin/python -m pipelines.asyncapi --check",
+    "jsl provision --dry-run",
     "jsl status",
     "jsl status --json | python -c 'import json, sys\n"
     'lag = {i["name"]: i["pending"] for i in json.load(sys.stdin)["ingests"]}\n'
-    "sys.exit(lag[\"file_events\"] > 10_000)'",
+    'sys.exit(lag["file_events"] > 10_000)\'',
 }
 # Run by another test: the command -> the test module that runs it (or what it runs).
 RUN_ELSEWHERE = {
@@ -43,6 +44,7 @@ RUN_ELSEWHERE = {
     ),
     "jsl generate --count 10000 --rate 500 --bad-share 0.05 --seed 7 "
     "--nats-url nats://127.0.0.1:4222": "tests/pipelines/commands/test_generate_command.py",
+    "jsl provision --yes": "tests/pipelines/commands/test_provision_command.py",
     "jsl artifacts list --run RUN_ID": "tests/pipelines/commands/test_artifacts_command.py",
     "jsl artifacts get runs/RUN_ID/silver/file_events/manifest.json -o manifest.json": (
         "tests/pipelines/commands/test_artifacts_command.py"

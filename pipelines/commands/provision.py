@@ -1,0 +1,102 @@
+"""`jsl provision`: reconcile the pipeline's topology on a NATS server, showing the plan first.
+
+    jsl provision [--dry-run] [--yes] [--nats-url URL] [--embedded] [--timeout SECONDS]
+
+The topology is the file trash pipeline's: the FILE_EVENTS stream, its three durable
+consumers, the checkpoint and watermark KV buckets and the artifacts Object Store bucket
+(`pipelines/file_trash/topology.py`). The server is `--nats-url`, else `$NATS_URL`, else
+nats://127.0.0.1:4222; `--embedded` starts a nats-server on the demo's store instead.
+
+It prints one line per object (created, updated with each field's old and new value, or
+unchanged), read from the server before anything is written. `--dry-run` stops there.
+Otherwise the changes are applied on the embedded server, and on any other server only with
+`--yes`: without it, the command prints the plan, changes nothing and exits 1. Reconcile only
+changes the fields the topology declares, never deletes, and never lowers a stream's
+replicas; a declared field the server cannot change fails before any write.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+from pipelines.commands import server_url
+from pipelines.file_trash.topology import FILE_TRASH_TOPOLOGY
+from resources.jetstream import JetStreamResource, plan, reconcile
+from resources.jetstream.errors import JetStreamError
+from resources.jetstream.topology import Action
+
+PROG = "jsl provision"
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    """Adds the `provision` options to `parser`.
+
+    Args:
+        parser: the `provision` subparser of `jsl` (or a standalone parser).
+    """
+    parser.add_argument(
+        "--dry-run", action="store_true", help="print what would change; change nothing"
+    )
+    parser.add_argument(
+        "--yes",
+        action="store_true",
+        help="apply the changes on a server that is not the embedded one",
+    )
+    parser.add_argument(
+        "--nats-url", help="NATS server(s), comma-separated (default: $NATS_URL or the local one)"
+    )
+    parser.add_argument(
+        "--embedded",
+        action="store_true",
+        help="start a nats-server on the demo's store (.data/nats) for this command",
+    )
+    parser.add_argument(
+        "--timeout", type=float, default=5.0, help="seconds for the connect and for each request"
+    )
+
+
+def run(args: argparse.Namespace) -> int:
+    """Runs `jsl provision`.
+
+    Args:
+        args: the parsed arguments (see `add_arguments`).
+
+    Returns:
+        The exit code: 0 when the server matches the topology (after applying, or with
+        nothing to change, or after a dry run); 1 with a message on stderr when changes are
+        planned on a non-embedded server without `--yes`, or on any error (no server, wrong
+        credentials, a refused change).
+    """
+    try:
+        if args.timeout <= 0:
+            raise ValueError(f"--timeout must be positive, got {args.timeout!r}")
+        with server_url(args, create_store=True) as url:
+            resource = JetStreamResource(
+                servers=url, connect_timeout=args.timeout, request_timeout=args.timeout
+            )
+            with resource.client() as js:
+                planned = plan(js, FILE_TRASH_TOPOLOGY)
+                pending = [c for c in planned if c.action is not Action.UNCHANGED]
+                print(f"{PROG}: plan for {url} ({len(pending)} to change):")
+                for change in planned:
+                    print(f"{PROG}:   {change}")
+                if args.dry_run or not pending:
+                    print(f"{PROG}: nothing changed" + (" (dry run)" if pending else ""))
+                    return 0
+                if not (args.embedded or args.yes):
+                    print(
+                        f"{PROG}: error: {len(pending)} object(s) to create or update on {url}; "
+                        "nothing was changed. Run again with --yes to apply the plan above, "
+                        "or --dry-run to only print it",
+                        file=sys.stderr,
+                    )
+                    return 1
+                applied = reconcile(js, FILE_TRASH_TOPOLOGY)
+                done = [c for c in applied if c.action is not Action.UNCHANGED]
+                print(f"{PROG}: applied {len(done)} change(s)")
+    except (JetStreamError, OSError, ValueError) as error:
+        message = " ".join(str(error).split())
+        print(f"{PROG}: error: {message}", file=sys.stderr)
+        return 1
+    return 0
