@@ -119,6 +119,44 @@ def outbound_headers(
     return merged or None
 
 
+class Retrier:
+    """Retries publishes through a stream's leader election (the client's retry budget).
+
+    A publish that got "no responders" was not stored: it is sent again as long as some
+    stream captures its subject (asked once per subject). One that timed out may have been
+    stored: it is sent again only with a `Nats-Msg-Id`, which makes the stream drop the
+    repeat.
+    """
+
+    def __init__(self, client: JetStreamClient) -> None:
+        self._client = client
+        self._captured: dict[str, bool] = {}
+
+    async def request(
+        self, nc: NATS, subject: str, data: bytes, headers: dict[str, str] | None, timeout: float
+    ):
+        async def gone() -> bool:
+            if subject not in self._captured:
+                self._captured[subject] = await self._captured_by_a_stream(subject)
+            return not self._captured[subject]
+
+        return await self._client.retrying(
+            lambda: nc.request(subject, data, timeout=timeout, headers=headers),
+            what=f"publish to {subject!r}",
+            repeatable=bool(headers and headers.get(MSG_ID_HEADER)),
+            gone=gone,
+        )
+
+    async def _captured_by_a_stream(self, subject: str) -> bool:
+        jsm, timeout = self._client.jsm, self._client.settings.request_timeout
+        body = json.dumps({"subject": subject}).encode()
+        try:
+            answer = await jsm._api_request(f"{jsm._prefix}.STREAM.NAMES", body, timeout=timeout)
+        except (nats.errors.Error, TimeoutError):
+            return True  # not known to be missing: keep retrying
+        return bool(answer.get("streams"))
+
+
 async def request_publish(
     nc: NATS,
     subject: str,
@@ -126,18 +164,23 @@ async def request_publish(
     headers: dict[str, str] | None,
     *,
     timeout: float,
+    retrier: Retrier | None = None,
 ) -> PubAck:
     """Publishes one message and waits for its ack (on the client's loop).
 
     Raises:
         NoStreamForSubjectError: no stream captures `subject`.
         PublishExpectationError: the stream rejected an expectation header.
-        RequestTimeoutError: no answer within `timeout` seconds.
+        RequestTimeoutError: no answer within `timeout` seconds (without `retrier`).
+        ClusterUnavailableError: with `retrier`, the stream had no leader for its budget.
         JetStreamError: any other rejection, translated.
     """
     what = f"publish to {subject!r}"
     try:
-        reply = await nc.request(subject, data, timeout=timeout, headers=headers)
+        if retrier is None:
+            reply = await nc.request(subject, data, timeout=timeout, headers=headers)
+        else:
+            reply = await retrier.request(nc, subject, data, headers, timeout)
     except nats.errors.NoRespondersError:
         raise NoStreamForSubjectError(
             f"cannot {what}: no stream captures this subject; add it to a stream's subjects "
@@ -204,16 +247,22 @@ def publish(
         InvalidArgumentError: a bad subject, payload, header or expectation (before I/O).
         NoStreamForSubjectError: no stream captures `subject`.
         PublishExpectationError: an expectation was not met; nothing was stored.
-        RequestTimeoutError: no acknowledgement in time (publish again with the msg_id).
+        RequestTimeoutError: no acknowledgement in time, without a msg_id (publish again
+            with one to stay duplicate-free).
+        ClusterUnavailableError: the stream had no leader for the client's retry budget
+            ("no responders", or timeouts of a publish with a msg_id, which are retried).
     """
     validate_subject(subject, wildcards=False)
     _check_payload(data)
     wait = _check_timeout(client, timeout)
     hdrs = outbound_headers(headers, msg_id, expect or Expectations())
+    coro = request_publish(
+        client.nc, subject, bytes(data), hdrs, timeout=wait, retrier=Retrier(client)
+    )
     return client.run(
-        request_publish(client.nc, subject, bytes(data), hdrs, timeout=wait),
+        coro,
         what=f"publish to {subject!r}",
-        timeout=wait + 5,
+        timeout=client.settings.retry_budget + wait + 5,
     )
 
 
@@ -226,7 +275,9 @@ def publish_batch(
 ) -> list[PubAck]:
     """Publishes many messages with at most `max_in_flight` acknowledgements outstanding.
 
-    Submission stops at the first failure; the publishes already in flight finish.
+    Submission stops at the first failure; the publishes already in flight finish. Each
+    publish rides out a stream leader's election as `publish` does (retried after "no
+    responders", and after a timeout when it carries a `Nats-Msg-Id`).
 
     Args:
         client: the connected client.
@@ -259,7 +310,7 @@ def publish_batch(
     if not batch:
         return []
     return client.run(
-        _publish_window(client.nc, batch, max_in_flight, wait),
+        _publish_window(client.nc, batch, max_in_flight, wait, Retrier(client)),
         what=f"publish a batch of {len(batch)} messages",
         timeout=math.inf,  # each publish is bounded by `wait`
     )
@@ -270,6 +321,7 @@ async def _publish_window(
     batch: list[tuple[str, bytes, dict[str, str] | None]],
     max_in_flight: int,
     timeout: float,
+    retrier: Retrier,
 ) -> list[PubAck]:
     """Keeps at most `max_in_flight` publishes unacknowledged; stops submitting on a failure."""
     window = asyncio.Semaphore(max_in_flight)
@@ -278,7 +330,9 @@ async def _publish_window(
     async def one(subject: str, data: bytes, headers: dict[str, str] | None) -> PubAck:
         nonlocal failed
         try:
-            return await request_publish(nc, subject, data, headers, timeout=timeout)
+            return await request_publish(
+                nc, subject, data, headers, timeout=timeout, retrier=retrier
+            )
         except BaseException:
             failed = True
             raise

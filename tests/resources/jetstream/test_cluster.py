@@ -23,6 +23,7 @@ from resources.jetstream.errors import (
     BucketNotFoundError,
     ClusterUnavailableError,
     InvalidArgumentError,
+    NoStreamForSubjectError,
 )
 from resources.jetstream.topology import Action
 
@@ -161,3 +162,23 @@ def test_a_bucket_that_does_not_exist_is_still_reported_missing_at_once_on_a_clu
 
     with pytest.raises(BucketNotFoundError, match="the bucket does not exist"):
         bucket.put("k", b"1")
+
+
+def test_publishes_ride_out_the_death_of_the_stream_leader_without_duplicates(js, cluster, name):
+    js.streams.add(StreamSpec(name, (f"{name}.>",), replicas=3))
+    js.publish(f"{name}.a", b"0", msg_id="m-0")
+    dead = leader(js, name)
+    cluster.node(dead).kill()
+    try:
+        acks = [js.publish(f"{name}.a", b"%d" % i, msg_id=f"m-{i}") for i in range(1, 4)]
+        batch = js.publish_batch([(f"{name}.a", b"4", {"Nats-Msg-Id": "m-4"})])
+        assert [ack.seq for ack in acks + batch] == [2, 3, 4, 5]
+        assert js.streams.info(name).last_seq == 5
+    finally:
+        cluster.node(dead).start()
+        cluster.wait_ready()
+
+
+def test_publish_to_a_subject_no_stream_captures_still_fails_at_once_on_a_cluster(js, name):
+    with pytest.raises(NoStreamForSubjectError):
+        js.publish(f"{name}.nowhere", b"x", msg_id="m-1")
