@@ -16,6 +16,7 @@ from __future__ import annotations
 import datetime as dt
 import html
 import json
+from collections.abc import Mapping
 from dataclasses import asdict, dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -36,13 +37,55 @@ class DataQualityError(Exception):
 
 @dataclass(frozen=True)
 class QualityCheck:
-    """One expectation, named and tagged with the quality rule it enforces."""
+    """One expectation, named and tagged with the quality rule it enforces.
+
+    The expectation is declared by the name of its Great Expectations class and its keyword
+    arguments, and built (`build()`) only when a suite runs: declaring checks, as the code
+    location does for its asset check specs when it loads, does not import GX (seconds).
+
+    Examples:
+        >>> QualityCheck(
+        ...     name="file_size_in_range",
+        ...     rule="file_size_in_range",
+        ...     description="0 <= file_size <= 1 TiB in 95% of the rows",
+        ...     critical=True,
+        ...     expectation="ExpectColumnValuesToBeBetween",
+        ...     kwargs={"column": "file_size", "min_value": 0, "max_value": 2**40, "mostly": 0.95},
+        ... )
+    """
 
     name: str  # a Python identifier, unique in its suite: the Dagster asset check name
     rule: str  # e.g. "file_size_in_range"
     description: str
     critical: bool  # a failure blocks downstream assets
-    expectation: Expectation
+    expectation: (
+        str  # a class of `great_expectations.expectations`, e.g. "ExpectColumnValuesToBeUnique"
+    )
+    kwargs: Mapping[str, Any] = field(default_factory=dict, hash=False)
+
+    def build(self) -> Expectation:
+        """The GX expectation (imports GX on first use).
+
+        Raises:
+            DataQualityError: GX has no such expectation class, or rejects the arguments; the
+                message names the check.
+        """
+        import great_expectations.expectations as gxe
+
+        expectation_class = getattr(gxe, self.expectation, None)
+        if not isinstance(expectation_class, type):
+            raise DataQualityError(
+                f"check {self.name!r}: {self.expectation!r} is not a Great Expectations "
+                "expectation; use a class of great_expectations.expectations, e.g. "
+                "'ExpectColumnValuesToNotBeNull'"
+            )
+        try:
+            return expectation_class(**self.kwargs)
+        except (TypeError, ValueError) as error:  # pydantic's ValidationError is a ValueError
+            raise DataQualityError(
+                f"check {self.name!r}: {self.expectation} rejects its arguments "
+                f"{dict(self.kwargs)!r}: {error}"
+            ) from error
 
 
 @dataclass(frozen=True)
@@ -228,7 +271,7 @@ def validate_dataframe(
         raise ValueError(f"sample_size must be at least 1, got {sample_size!r}")
     columns = set(df.columns)
     for check in suite.checks:
-        kwargs = check.expectation.configuration.kwargs
+        kwargs = check.kwargs
         for needed in [kwargs.get(k) for k in _COLUMN_KWARGS] + list(
             kwargs.get("column_list") or []
         ):
@@ -316,11 +359,9 @@ def _run_gx(
         analytics_enabled=False,
     )
     expectations = [
-        check.expectation.copy(
-            deep=True,
+        check.build().copy(
             update={
-                "id": None,
-                "meta": {**(check.expectation.meta or {}), "check": check.name, "rule": check.rule},
+                "meta": {"check": check.name, "rule": check.rule},
                 "severity": FailureSeverity.CRITICAL if check.critical else FailureSeverity.WARNING,
             },
         )

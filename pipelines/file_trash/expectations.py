@@ -53,8 +53,6 @@ def _check_mostly(mostly: float) -> None:
 
 
 def _not_null_checks(columns: tuple[str, ...], mostly: float) -> list[QualityCheck]:
-    import great_expectations.expectations as gxe
-
     return [
         QualityCheck(
             name=f"{column}_not_null",
@@ -63,15 +61,14 @@ def _not_null_checks(columns: tuple[str, ...], mostly: float) -> list[QualityChe
             "null when its field is missing from the payload, and also when the field has the "
             "wrong JSON type (it does not parse into the typed column): both count here.",
             critical=True,
-            expectation=gxe.ExpectColumnValuesToNotBeNull(column=column, mostly=mostly),
+            expectation="ExpectColumnValuesToNotBeNull",
+            kwargs={"column": column, "mostly": mostly},
         )
         for column in columns
     ]
 
 
 def _event_id_unique(mostly: float) -> QualityCheck:
-    import great_expectations.expectations as gxe
-
     return QualityCheck(
         name="event_id_unique",
         rule=rules.EVENT_ID_UNIQUE.name,
@@ -79,7 +76,8 @@ def _event_id_unique(mostly: float) -> QualityCheck:
         "batch. GX counts every row of a repeated eventId, the first one included, while the "
         "pipeline quarantines only the later copies (and copies of rows already in silver).",
         critical=True,
-        expectation=gxe.ExpectColumnValuesToBeUnique(column="event_id", mostly=mostly),
+        expectation="ExpectColumnValuesToBeUnique",
+        kwargs={"column": "event_id", "mostly": mostly},
     )
 
 
@@ -99,8 +97,6 @@ def file_deleted_suite(*, now: dt.datetime, mostly: float = 0.95) -> QualitySuit
     Raises:
         ValueError: `now` is naive or `mostly` is out of range.
     """
-    import great_expectations.expectations as gxe
-
     if now.tzinfo is None or now.utcoffset() is None:
         raise ValueError(f"now must be timezone-aware (UTC), got {now!r}")
     _check_mostly(mostly)
@@ -114,20 +110,25 @@ def file_deleted_suite(*, now: dt.datetime, mostly: float = 0.95) -> QualitySuit
             rule=rules.FILE_SIZE_IN_RANGE.name,
             description=f"In {share} rows, 0 <= `file_size` <= {rules.MAX_FILE_SIZE} (1 TiB).",
             critical=True,
-            expectation=gxe.ExpectColumnValuesToBeBetween(
-                column="file_size", min_value=0, max_value=rules.MAX_FILE_SIZE, mostly=mostly
-            ),
+            expectation="ExpectColumnValuesToBeBetween",
+            kwargs={
+                "column": "file_size",
+                "min_value": 0,
+                "max_value": rules.MAX_FILE_SIZE,
+                "mostly": mostly,
+            },
         ),
         QualityCheck(
             name="mime_type_well_formed",
             rule=rules.MIME_TYPE_WELL_FORMED.name,
             description=f"In {share} rows, `mime_type` matches {rules.MIME_TYPE_PATTERN}.",
             critical=False,
-            expectation=gxe.ExpectColumnValuesToMatchRegex(
-                column="mime_type",
-                regex=rules.spark_pattern(rules.MIME_TYPE_PATTERN),
-                mostly=mostly,
-            ),
+            expectation="ExpectColumnValuesToMatchRegex",
+            kwargs={
+                "column": "mime_type",
+                "regex": rules.spark_pattern(rules.MIME_TYPE_PATTERN),
+                "mostly": mostly,
+            },
         ),
         QualityCheck(
             name="deleted_at_not_in_future",
@@ -135,18 +136,20 @@ def file_deleted_suite(*, now: dt.datetime, mostly: float = 0.95) -> QualitySuit
             description=f"In {share} rows, `deleted_at` is at most {latest.isoformat()} "
             f"(the run's clock plus {rules.CLOCK_SKEW} of clock skew).",
             critical=False,
-            expectation=gxe.ExpectColumnValuesToBeBetween(
-                column="deleted_at", max_value=latest, mostly=mostly
-            ),
+            expectation="ExpectColumnValuesToBeBetween",
+            kwargs={"column": "deleted_at", "max_value": latest, "mostly": mostly},
         ),
         QualityCheck(
             name="user_id_format",
             rule=rules.USER_ID_FORMAT.name,
             description=f"In {share} rows, `user_id` matches {rules.USER_ID_PATTERN}.",
             critical=False,
-            expectation=gxe.ExpectColumnValuesToMatchRegex(
-                column="user_id", regex=rules.spark_pattern(rules.USER_ID_PATTERN), mostly=mostly
-            ),
+            expectation="ExpectColumnValuesToMatchRegex",
+            kwargs={
+                "column": "user_id",
+                "regex": rules.spark_pattern(rules.USER_ID_PATTERN),
+                "mostly": mostly,
+            },
         ),
     ]
     return QualitySuite(name=FILE_DELETED_SUITE, checks=tuple(checks))

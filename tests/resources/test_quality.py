@@ -1,11 +1,13 @@
 """DataQualityResource and validate_dataframe on small frames, in the session's SparkSession."""
 
+import dataclasses
 import datetime as dt
 import json
 import os
 import socket
+import subprocess
+import sys
 
-import great_expectations.expectations as gxe
 import pytest
 from dagster import AssetExecutionContext, asset, materialize
 from pyspark.sql.types import LongType, StringType, StructField, StructType
@@ -37,25 +39,24 @@ def _suite(*, mostly: float = 1.0, size_critical: bool = True) -> QualitySuite:
                 rule="required",
                 description="id is present",
                 critical=True,
-                expectation=gxe.ExpectColumnValuesToNotBeNull(column="id", mostly=mostly),
+                expectation="ExpectColumnValuesToNotBeNull",
+                kwargs={"column": "id", "mostly": mostly},
             ),
             QualityCheck(
                 name="size_non_negative",
                 rule="size_in_range",
                 description="size >= 0",
                 critical=size_critical,
-                expectation=gxe.ExpectColumnValuesToBeBetween(
-                    column="size", min_value=0, mostly=mostly
-                ),
+                expectation="ExpectColumnValuesToBeBetween",
+                kwargs={"column": "size", "min_value": 0, "mostly": mostly},
             ),
             QualityCheck(
                 name="kind_lower_case",
                 rule="kind_format",
                 description="kind is lower case",
                 critical=False,
-                expectation=gxe.ExpectColumnValuesToMatchRegex(
-                    column="kind", regex="^[a-z]+$", mostly=mostly
-                ),
+                expectation="ExpectColumnValuesToMatchRegex",
+                kwargs={"column": "kind", "regex": "^[a-z]+$", "mostly": mostly},
             ),
         ),
     )
@@ -219,9 +220,8 @@ def test_expectation_that_raises_fails_its_check_with_the_error(spark):
                 rule="kind_format",
                 description="a string column against numeric bounds",
                 critical=True,
-                expectation=gxe.ExpectColumnValuesToBeBetween(
-                    column="kind", min_value=0, max_value=10
-                ),
+                expectation="ExpectColumnValuesToBeBetween",
+                kwargs={"column": "kind", "min_value": 0, "max_value": 10},
             ),
         ),
     )
@@ -238,11 +238,27 @@ def test_suite_refuses_check_names_that_are_not_identifiers_or_repeat():
     check = _suite().checks[0]
 
     with pytest.raises(ValueError, match="not a Python identifier"):
-        QualitySuite(
-            name="s", checks=(QualityCheck("id-present", "r", "d", True, check.expectation),)
-        )
+        QualitySuite(name="s", checks=(dataclasses.replace(check, name="id-present"),))
     with pytest.raises(ValueError, match="two checks named 'id_not_null'"):
         QualitySuite(name="s", checks=(check, check))
+
+
+def test_an_unknown_expectation_or_bad_arguments_name_the_check():
+    unknown = QualityCheck("c", "r", "d", True, "ExpectColumnToBeNice", {"column": "id"})
+    with pytest.raises(DataQualityError, match="check 'c': 'ExpectColumnToBeNice' is not a Great"):
+        unknown.build()
+    bad = QualityCheck("c", "r", "d", True, "ExpectColumnValuesToBeBetween", {"colum": "id"})
+    with pytest.raises(DataQualityError, match="check 'c': ExpectColumnValuesToBeBetween rejects"):
+        bad.build()
+
+
+def test_declaring_checks_does_not_import_great_expectations():
+    code = (
+        "import sys; from pipelines.file_trash import expectations as e; import datetime as dt; "
+        "e.file_deleted_suite(now=dt.datetime.now(dt.UTC)); e.file_trashed_suite(); "
+        "sys.exit('great_expectations' in sys.modules)"
+    )
+    assert subprocess.run([sys.executable, "-c", code], check=False).returncode == 0
 
 
 def test_same_suite_validates_twice(spark):

@@ -246,7 +246,7 @@ def test_every_check_is_tagged_with_a_contract_rule_and_uses_mostly():
         "event_id_unique",
         "file_size_in_range",
     }
-    assert all(c.expectation.mostly == 0.9 for c in suite.checks)
+    assert all(c.kwargs["mostly"] == 0.9 for c in suite.checks)
     assert "wrong JSON type" in suite.check("file_size_not_null").description
 
 
