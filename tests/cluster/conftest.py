@@ -1,0 +1,111 @@
+"""One Spark standalone cluster (master + 2 workers) and one Spark Connect server per test
+session, both started from the pyspark wheel on loopback, and a way to run ingest steps
+against them in a child process (`ingest_child.py`).
+
+Every test here is marked `cluster` (`pytest -m cluster` selects them, `-m "not cluster"`
+leaves them out).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from resources.spark import SparkSettings
+from resources.spark_artifacts import cached_jars
+from tests.cluster.servers import StandaloneCluster, start_connect_server, start_standalone
+
+REPO = Path(__file__).resolve().parents[2]
+CHILD_TIMEOUT = 600  # seconds
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    for item in items:
+        if Path(str(item.fspath)).is_relative_to(Path(__file__).parent):
+            item.add_marker(pytest.mark.cluster)
+
+
+@pytest.fixture(scope="session")
+def delta_jars() -> tuple[list[str], list[str]]:
+    """Delta's jars from the jar cache (`jsl setup`), else its packages for Ivy."""
+    settings = SparkSettings.resolve(environ={})
+    jars = cached_jars(settings.jars_dir, settings.packages())
+    return (list(jars), []) if jars else ([], list(settings.packages()))
+
+
+@pytest.fixture(scope="session")
+def standalone_cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[StandaloneCluster]:
+    """A standalone master and 2 workers (1 core, 1 GiB each) on loopback."""
+    cluster = start_standalone(tmp_path_factory.mktemp("standalone"))
+    try:
+        yield cluster
+    finally:
+        cluster.stop()
+
+
+@pytest.fixture(scope="session")
+def connect_url(tmp_path_factory: pytest.TempPathFactory, delta_jars) -> Iterator[str]:
+    """A Spark Connect server (local[2], 1 GiB driver) with Delta's SQL extension."""
+    jars, packages = delta_jars
+    url, server = start_connect_server(
+        tmp_path_factory.mktemp("connect"), jars=jars, packages=packages
+    )
+    try:
+        yield url
+    finally:
+        server.stop()
+
+
+def run_child(
+    env: dict[str, str],
+    *,
+    nats_url: str,
+    table_path: str,
+    spec: dict[str, Any],
+    published: list[int],
+    steps: list[dict[str, Any]],
+    killed: bool = False,
+) -> dict[str, Any]:
+    """Runs `ingest_child.py` with `env` over the process's own; returns its JSON report.
+
+    With `killed`, the child is expected to die of SIGKILL (a `crash_at` step), and the
+    report is empty.
+    """
+    plan = dict(
+        nats_url=nats_url, table_path=table_path, spec=spec, published=published, steps=steps
+    )
+    clean = {k: v for k, v in os.environ.items() if not k.startswith(("JSL_SPARK", "SPARK_"))}
+    child = subprocess.run(
+        [sys.executable, "-m", "tests.cluster.ingest_child", json.dumps(plan)],
+        cwd=REPO,
+        env={**clean, **env},
+        capture_output=True,
+        text=True,
+        timeout=CHILD_TIMEOUT,
+    )
+    if killed:
+        assert child.returncode == -9, child.stderr[-4000:]
+        return {}
+    assert child.returncode == 0, child.stderr[-6000:]
+    return json.loads(child.stdout.strip().splitlines()[-1])
+
+
+def spec_fields(spec) -> dict[str, Any]:
+    """The `IngestSpec` fields a child needs to rebuild `spec`."""
+    return {
+        "name": spec.name,
+        "stream": spec.stream,
+        "durable": spec.durable,
+        "table": spec.table,
+        "readers": spec.readers,
+        "pull_batch": spec.pull_batch,
+        "lease_ttl": spec.lease_ttl,
+        "lease_wait": spec.lease_wait,
+    }
