@@ -1,0 +1,127 @@
+"""The whole pipeline over Spark Connect: a Connect server started from the pyspark wheel with
+Delta's SQL extension (no Delta Connect plugin: Delta goes through SQL), and clients with no
+SparkContext.
+
+The ingest and replay run in child processes (`ingest_child.py`) with `SPARK_REMOTE` set,
+including one SIGKILLed right after its Delta commit; silver, gold, the downstream events and
+maintenance run as their own tests do, in a child pytest with `SPARK_REMOTE` set.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+
+from tests.cluster.conftest import CHILD_TIMEOUT, REPO, run_child, spec_fields
+from tests.pipelines.ingest.harness import make_ingest, publish_events
+
+# The existing tests of silver, gold, the downstream events and maintenance, run again over
+# Spark Connect: the end-to-end test materialises every asset of the code location (GX checks
+# included) with exact counts, runs again and sees nothing change.
+PIPELINE_TESTS = (
+    "tests/test_file_trash_end_to_end.py::"
+    "test_a_known_mix_lands_with_exact_counts_checks_artifacts_and_no_change_on_rerun",
+    "tests/pipelines/test_maintenance.py::"
+    "test_maintenance_compacts_small_files_and_keeps_every_row",
+)
+
+
+def test_ingest_and_replay_over_connect_land_each_message_once(
+    js, nats_server, connect_url, unique_name, table_root
+):
+    ingest = make_ingest(js, unique_name, table_root, readers=2)
+    published = publish_events(js, unique_name, 200, seed=41)
+
+    report = run_child(
+        {"SPARK_REMOTE": connect_url},
+        nats_url=nats_server.url,
+        table_path=ingest.path,
+        spec=spec_fields(ingest.spec),
+        published=published,
+        steps=[
+            {"do": "probe"},
+            {"do": "ingest", "run_id": "connect-1"},
+            {"do": "verify"},
+            {"do": "replay", "run_id": "connect-replay", "start": 20, "end": 50},
+            {"do": "verify"},
+            {"do": "ingest", "run_id": "connect-2"},
+        ],
+    )
+    probe, landed, verdict, replayed, verdict_after_replay, again = report["steps"]
+
+    assert report["session"].startswith("pyspark.sql.connect")
+    # The readers' Python runs under the Connect server's JVM, not in the client.
+    for task in probe:
+        assert task["pid"] != report["driver_pid"]
+        assert "SparkConnectServer" in task["jvm"]
+    assert (landed["start"], landed["end"], landed["messages"], landed["written"]) == (
+        1,
+        200,
+        200,
+        True,
+    )
+    assert landed["bytes"] > 0
+    assert (replayed["start"], replayed["end"], replayed["messages"]) == (20, 50, 31)
+    assert verdict == verdict_after_replay == "exactly once"
+    assert (again["start"], again["messages"]) == (None, 0)
+
+
+def test_client_killed_right_after_the_delta_commit_over_connect_is_finished_exactly_once(
+    js, nats_server, connect_url, unique_name, table_root
+):
+    # The killed client cannot release its lease: a short TTL lets the next run wait it out.
+    ingest = make_ingest(js, unique_name, table_root, lease_ttl=2, lease_wait=60)
+    published = publish_events(js, unique_name, 150, seed=42)
+    child = dict(
+        nats_url=nats_server.url,
+        table_path=ingest.path,
+        spec=spec_fields(ingest.spec),
+        published=published,
+    )
+
+    run_child(
+        {"SPARK_REMOTE": connect_url},
+        steps=[{"do": "ingest", "run_id": "killed-run", "crash_at": "committed"}],
+        killed=True,
+        **child,
+    )
+    checkpoint = ingest.checkpoint()
+    assert checkpoint is not None and checkpoint.planned is not None
+    assert checkpoint.planned.run_id == "killed-run"
+    assert js.consumers.info(ingest.spec.stream, ingest.spec.durable).ack_floor_stream_seq == 0
+
+    report = run_child(
+        {"SPARK_REMOTE": connect_url},
+        steps=[{"do": "ingest", "run_id": "recovering-run"}, {"do": "verify"}],
+        **child,
+    )
+    recovered, verdict = report["steps"]
+
+    assert (recovered["recovered_from"], recovered["start"], recovered["end"]) == (
+        "killed-run",
+        1,
+        150,
+    )
+    # The killed client's commit landed (version 0); Delta skipped the repeat.
+    assert (recovered["written"], recovered["delta_version"], recovered["messages"]) == (
+        False,
+        0,
+        0,
+    )
+    assert verdict == "exactly once"
+
+
+def test_silver_gold_downstream_and_maintenance_pass_their_own_tests_over_connect(connect_url):
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("JSL_SPARK", "SPARK_"))}
+    child = subprocess.run(
+        [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", *PIPELINE_TESTS],
+        cwd=REPO,
+        env={**env, "SPARK_REMOTE": connect_url},
+        capture_output=True,
+        text=True,
+        timeout=CHILD_TIMEOUT,
+    )
+
+    assert child.returncode == 0, (child.stdout + child.stderr)[-6000:]
+    assert f"{len(PIPELINE_TESTS)} passed" in child.stdout
