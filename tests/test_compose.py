@@ -82,6 +82,12 @@ def test_the_spark_worker_joins_the_master_and_shares_the_lakehouse_volume(compo
     assert data_volume in worker["volumes"]
     assert data_volume in compose["services"]["code-location"]["volumes"]
     assert env["LAKEHOUSE_ROOT"].startswith(env["LAKEHOUSE_DATA_DIR"] + "/")
+    assert env["JSL_SPARK_SHARED_FS"] == "true"  # the worker sees the same local table root
+    # The code server launches the runs (docker/dagster.yaml's DefaultRunLauncher), so the
+    # Spark drivers live in the code location's container.
+    assert env["JSL_SPARK_DRIVER_HOST"] == "code-location"
+    instance = yaml.safe_load((PROJECT / "docker" / "dagster.yaml").read_text())
+    assert instance["run_launcher"]["class"] == "DefaultRunLauncher"
 
 
 def test_webserver_and_daemon_reach_the_code_location_named_in_the_workspace(compose):
