@@ -22,7 +22,10 @@ pull requests ask the server for a heartbeat every `HEARTBEAT` seconds while the
 a consumer that went silent with requests open (its server died, or answers "no responders"
 or "leadership change") is noticed within `STALLED_AFTER` seconds and recreated from the
 next unseen sequence on a live server; creating it retries through the stream's leader
-election (the client's retry budget).
+election (the client's retry budget). That server's copy of the stream may also lag behind
+the leader (a replica catching up): a consumer that reports nothing pending before the
+range's end is not believed until the stream's leader confirms that no message of the
+range is left (`STREAM.MSG.GET` with `next_by_subj`); otherwise it is recreated.
 """
 
 from __future__ import annotations
@@ -38,13 +41,13 @@ from nats.js import api
 
 from pipelines.ingest.bronze import BronzeColumns
 from resources.jetstream import JetStreamClient, frames
-from resources.jetstream.errors import RequestTimeoutError
+from resources.jetstream.errors import NO_MESSAGE_FOUND, RequestTimeoutError
 
 IN_FLIGHT = 3  # pull requests outstanding at once
 REQUEST_EXPIRES = 5.0  # seconds a pull request may wait for messages
 HEARTBEAT = 1.0  # seconds between the server's heartbeats while a pull request waits
 STALLED_AFTER = 3 * HEARTBEAT  # seconds of silence with requests open: recreate the consumer
-IDLE_TIMEOUT = 60.0  # seconds without a new message, recreations included, before giving up
+IDLE_TIMEOUT = 60.0  # seconds a caller waits without a new message (recreations included)
 BUFFERED_CHUNKS = 2  # chunks read ahead of the caller before the reader stops asking for more
 MSG_ID = "Nats-Msg-Id"
 
@@ -87,8 +90,8 @@ class RangeReader:
         """The next chunk of at most `rows` messages; None when the range is read."""
         self._want = rows
         loop = asyncio.get_running_loop()
+        self._progress = loop.time()  # the idle clock runs only while the caller waits
         if self._sub is None and not self._done and not self._restarting:
-            self._progress = loop.time()
             await self._open(self._next_seq)
         while not self._done and len(self._columns) < rows:
             if self._error is not None:
@@ -146,7 +149,7 @@ class RangeReader:
         )
         self._consumer, self._expected_delivery, self._requested = info.name, 1, 0
         self._heard = asyncio.get_running_loop().time()
-        if not info.num_pending:
+        if not info.num_pending and await self._nothing_stored_from(start):
             self._finish()
             return
         nc = self._client.nc
@@ -261,16 +264,22 @@ class RangeReader:
         columns.msg_id.append(headers.get(MSG_ID) if headers else None)
         self._next_seq = seq + 1
         self._progress = self._heard
-        if seq == self._end or tokens[8 + offset] == b"0":  # nothing pending after it
+        if seq == self._end:
             self._finish()
+        elif tokens[8 + offset] == b"0":  # the consumer sees nothing pending after it
+            self._begin_restart(verify=True)
         elif self._requested <= (IN_FLIGHT - 1) * self._batch:
             self._request_more()
         if len(columns) >= self._want:
             self._changed.set()
 
-    def _begin_restart(self) -> None:
+    def _begin_restart(self, *, verify: bool = False) -> None:
         """Recreates the consumer from the next unseen sequence (a delivery went missing,
         or the consumer went silent).
+
+        With `verify` (the consumer said nothing is pending before the range's end), the
+        stream's leader is asked first: the consumer's server may hold a copy of the stream
+        that lags behind (a replica catching up), and only the leader's answer ends the read.
 
         Runs as its own task: unsubscribing from inside the subscription's callback would
         cancel the callback itself.
@@ -278,22 +287,48 @@ class RangeReader:
         if self._restarting or self._done:
             return
         self._restarting = True
-        self.restarts += 1
-        task = asyncio.get_running_loop().create_task(self._restart())
+        task = asyncio.get_running_loop().create_task(self._restart(verify))
         self._tasks.add(task)
         task.add_done_callback(self._request_sent)
 
-    async def _restart(self) -> None:
+    async def _restart(self, verify: bool) -> None:
         try:
-            await self._drop_consumer(wait=False)
-            if self._next_seq > self._end:
+            if self._next_seq > self._end or (
+                verify and await self._nothing_stored_from(self._next_seq)
+            ):
+                await self._drop_consumer(wait=False)
                 self._finish()
-            else:
-                await asyncio.sleep(0.1 * min(self.restarts, 10))  # not in a tight loop
-                await self._open(self._next_seq)
+                return
+            await self._drop_consumer(wait=False)
+            self.restarts += 1
+            await asyncio.sleep(0.1 * min(self.restarts, 10))  # not in a tight loop
+            await self._open(self._next_seq)
         finally:
             self._restarting = False
             self._changed.set()
+
+    async def _nothing_stored_from(self, start: int) -> bool:
+        """Whether the stream's leader stores no message of the read's subjects in
+        `[start, end]` (a consumer's "nothing pending" comes from its own server's copy)."""
+        jsm = self._client.jsm
+        subject = f"{jsm._prefix}.STREAM.MSG.GET.{self._stream}"
+        for filter_subject in self._subjects or (">",):
+            body = json.dumps({"seq": start, "next_by_subj": filter_subject}).encode()
+            try:
+                answer = await self._client.retrying(
+                    lambda body=body: jsm._api_request(
+                        subject, body, timeout=self._client.settings.request_timeout
+                    ),
+                    what=f"look for messages of stream {self._stream!r} from {start}",
+                    stream=self._stream,
+                )
+            except nats.js.errors.NotFoundError as error:
+                if error.err_code != NO_MESSAGE_FOUND:
+                    raise  # the stream itself is gone: the read fails, it does not end
+                continue  # none at or after `start`
+            if int(answer["message"]["seq"]) <= self._end:
+                return False
+        return True
 
     def _finish(self) -> None:
         self._done = True
