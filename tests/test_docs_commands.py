@@ -28,6 +28,8 @@ FENCE = re.compile(r"```(?:bash|sh|shell)\n(.*?)```", re.S)
 RUN_HERE = {
     ".venv/bin/python -m pipelines.asyncapi --check",
     "jsl provision --dry-run",
+    "SPARK_HOME=$(.venv/bin/python -c "
+    "'import pyspark, os; print(os.path.dirname(pyspark.__file__))')",
     "jsl status",
     "jsl status --json | python -c 'import json, sys\n"
     'lag = {i["name"]: i["pending"] for i in json.load(sys.stdin)["ingests"]}\n'
@@ -45,6 +47,17 @@ RUN_ELSEWHERE = {
     "jsl generate --count 10000 --rate 500 --bad-share 0.05 --seed 7 "
     "--nats-url nats://127.0.0.1:4222": "tests/pipelines/commands/test_generate_command.py",
     "jsl provision --yes": "tests/pipelines/commands/test_provision_command.py",
+    # docs/deploy.md's Spark servers: tests/cluster/servers.py starts the same, on free ports
+    "$SPARK_HOME/bin/spark-class org.apache.spark.deploy.master.Master --host 127.0.0.1 "
+    "--port 7077 --webui-port 8080": "tests/cluster/test_spark_standalone.py",
+    "$SPARK_HOME/bin/spark-class org.apache.spark.deploy.worker.Worker --host 127.0.0.1 "
+    "--cores 1 --memory 1g spark://127.0.0.1:7077": "tests/cluster/test_spark_standalone.py",
+    "$SPARK_HOME/bin/spark-submit --class org.apache.spark.sql.connect.service.SparkConnectServer"
+    " \\\n  --master 'local[2]' --driver-memory 1g --jars "
+    '"$(ls ~/.cache/jetstream-lakehouse/spark-jars/*/*.jar | paste -sd,)" \\\n'
+    "  --conf spark.sql.extensions=io.delta.sql.DeltaSparkSessionExtension \\\n"
+    "  --conf spark.sql.catalog.spark_catalog=org.apache.spark.sql.delta.catalog.DeltaCatalog"
+    " \\\n  --conf spark.connect.grpc.binding.port=15002": "tests/cluster/test_spark_connect.py",
     "jsl artifacts list --run RUN_ID": "tests/pipelines/commands/test_artifacts_command.py",
     "jsl artifacts get runs/RUN_ID/silver/file_events/manifest.json -o manifest.json": (
         "tests/pipelines/commands/test_artifacts_command.py"
@@ -72,6 +85,18 @@ NOT_HERE = {
     ),
     "nats kv get lakehouse-replays file_events.2026-11-21-bad-deploy": (
         "the nats CLI is not installed here; tests/sensors/test_replay_sensor.py reads the status"
+    ),
+    "docker compose up --build": (
+        "no Docker engine here; tests/test_compose.py checks the file's parts line up, parses it "
+        "with a compose client when one is installed, and runs the NATS nodes' config and the "
+        "provision service's command on loopback"
+    ),
+    "export LAKEHOUSE_ROOT=s3a://my-bucket/lakehouse": (
+        "no object storage reachable from this machine"
+    ),
+    'export JSL_SPARK_CONF=\'{"spark.jars.packages": "org.apache.hadoop:hadoop-aws:3.5.0"}\'': (
+        "no object storage reachable from this machine; tests/resources/test_spark.py checks "
+        "that packages in JSL_SPARK_CONF are resolved beside Delta's"
     ),
     "jsl status --nats-url nats://nats-1:4222 --json": (
         "names a deployment's host (nats-1); the same options against a local server run in "
