@@ -230,12 +230,14 @@ class JetStreamClient:
     ) -> Coroutine[Any, Any, T]:
         """`attempt` retried through leader elections within the settings' retry budget
         (a coroutine for `run`, with `timeout=self.retry_timeout`)."""
+        started = time.monotonic()
         return retry_transient(
             attempt,
             budget=self.settings.retry_budget,
             what=what,
             repeatable=repeatable,
             gone=gone,
+            refused=lambda: self._violation_since(started) is not None,
             **names,
         )
 

@@ -346,6 +346,9 @@ class KeyValueBucket:
 def bind(client: JetStreamClient, bucket: str) -> KeyValueBucket:
     """Binds to an existing Key-Value bucket.
 
+    Reads of a replicated bucket (R3) go through its leader, so a read sees every write
+    acknowledged before it; a one-replica bucket is read with direct gets.
+
     Raises:
         InvalidArgumentError: a bad bucket name (before any I/O).
         BucketNotFoundError: no such bucket; the message says how to create it.
@@ -361,7 +364,11 @@ def bind(client: JetStreamClient, bucket: str) -> KeyValueBucket:
         raise BucketNotFoundError(
             f"cannot {what}: stream {stream!r} exists but is not a kv bucket", bucket=bucket
         )
-    return KeyValueBucket(client, bucket, direct=bool(info.config.allow_direct))
+    # A direct get may be answered by any replica, and a follower that has not yet applied
+    # the latest write answers with the value before it. Checkpoints, leases and watermarks
+    # need to read their own writes, so a replicated bucket is read through its leader.
+    replicated = (info.config.num_replicas or 1) > 1
+    return KeyValueBucket(client, bucket, direct=bool(info.config.allow_direct) and not replicated)
 
 
 def create(client: JetStreamClient, spec: KeyValueSpec) -> KeyValueBucket:

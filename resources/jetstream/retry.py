@@ -83,6 +83,7 @@ async def retry_transient(
     what: str,
     repeatable: bool = True,
     gone: Callable[[], Awaitable[bool]] | None = None,
+    refused: Callable[[], bool] | None = None,
     **names,
 ) -> T:
     """Awaits `attempt()` until it succeeds, fails for good, or `budget` seconds run out.
@@ -96,6 +97,8 @@ async def retry_transient(
             after errors that prove it was not applied (`unanswered`).
         gone: asked after "no responders"; True means the target does not exist, and the
             error is raised as it is (the caller reports the missing stream or bucket).
+        refused: True once the server reported a permissions violation: a refused request
+            gets no answer, so its timeout is raised as it is (the caller reports it).
         **names: stream / consumer / bucket / key, for the error.
 
     Raises:
@@ -111,6 +114,8 @@ async def retry_transient(
         except Exception as error:
             retry = is_transient(error) if repeatable else unanswered(error)
             if not retry:
+                raise
+            if refused is not None and refused():
                 raise
             if gone is not None and unanswered(error) and await gone():
                 raise
