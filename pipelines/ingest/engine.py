@@ -30,7 +30,7 @@ import logging
 import sys
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from py4j.protocol import Py4JJavaError
 from pyspark.errors import PySparkException
@@ -173,12 +173,16 @@ class IngestRun:
         keeper.start()
         try:
             stream = self.client.streams.info(spec.stream)
-            checkpoint = self.store.load(spec.stream, spec.durable) or initial_checkpoint(
-                self.client,
-                spec,
-                stream,
-                landed=max_landed_seq(self.spark, self.table_path, spec.stream),
-            )
+            checkpoint = self.store.load(spec.stream, spec.durable)
+            if checkpoint is None:
+                checkpoint = initial_checkpoint(
+                    self.client,
+                    spec,
+                    stream,
+                    landed=max_landed_seq(self.spark, self.table_path, spec.stream),
+                )
+            elif checkpoint.planned is None:
+                checkpoint = self._caught_up_with_the_table(checkpoint)
             recovered_from = checkpoint.planned.run_id if checkpoint.planned else None
             if checkpoint.planned is not None:
                 planned = checkpoint.planned
@@ -240,6 +244,35 @@ class IngestRun:
             running = sys.exc_info()[1]
             if release_failed is not None and running is not None:
                 running.add_note(f"(the lease was not released either: {release_failed})")
+
+    def _caught_up_with_the_table(self, checkpoint: Checkpoint) -> Checkpoint:
+        """The checkpoint, moved up to the table's last landed sequence if it fell behind.
+
+        The consumer moves only after its range is in Delta, so a consumer whose ack floor is
+        past the checkpoint's committed end (with no range planned) means the checkpoint lost
+        writes: a KV bucket that lost acknowledged writes (nats-server's lazy fsync and a power
+        loss), or one restored from an old backup. Planning from it would land again what the
+        table holds; the table's highest sequence of the stream is the truth then. The check
+        costs one consumer info per run; the table is read only when the two disagree.
+        """
+        spec = self.spec
+        consumer = self.client.consumers.info(spec.stream, spec.durable)
+        if consumer.ack_floor_stream_seq <= checkpoint.committed_end:
+            return checkpoint
+        landed = max_landed_seq(self.spark, self.table_path, spec.stream)
+        if landed <= checkpoint.committed_end:
+            return checkpoint
+        log.warning(
+            "checkpoint of %s/%s is behind its table (committed end %s, consumer ack floor %s, "
+            "table holds up to %s): planning from %s",
+            spec.stream,
+            spec.durable,
+            checkpoint.committed_end,
+            consumer.ack_floor_stream_seq,
+            landed,
+            landed,
+        )
+        return replace(checkpoint, committed_end=landed)
 
     def _read_and_commit(
         self, planned: SeqRange, stream: StreamState, *, recovering: bool
