@@ -34,7 +34,7 @@ def test_ingest_and_replay_over_connect_land_each_message_once(
     published = publish_events(js, unique_name, 200, seed=41)
 
     report = run_child(
-        {"SPARK_REMOTE": connect_url},
+        {"SPARK_REMOTE": connect_url, "JSL_SPARK_SHIP_CODE": "1"},
         nats_url=nats_server.url,
         table_path=ingest.path,
         spec=spec_fields(ingest.spec),
@@ -51,10 +51,12 @@ def test_ingest_and_replay_over_connect_land_each_message_once(
     probe, landed, verdict, replayed, verdict_after_replay, again = report["steps"]
 
     assert report["session"].startswith("pyspark.sql.connect")
-    # The readers' Python runs under the Connect server's JVM, not in the client.
+    # The readers' Python runs under the Connect server's JVM, not in the client, and
+    # imports the project from the zip the client shipped (addArtifacts).
     for task in probe:
         assert task["pid"] != report["driver_pid"]
         assert "SparkConnectServer" in task["jvm"]
+        assert "jetstream_lakehouse-" in task["module"] and ".zip" in task["module"]
     assert (landed["start"], landed["end"], landed["messages"], landed["written"]) == (
         1,
         200,
