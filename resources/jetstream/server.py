@@ -18,6 +18,7 @@ import tempfile
 import time
 import urllib.error
 import urllib.request
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import TracebackType
@@ -28,6 +29,24 @@ BINARY_ENV = "NATS_SERVER_BIN"
 # The health check talks to loopback directly: an http_proxy in the environment (common in
 # CI) would otherwise receive it, and the server would never look healthy.
 _DIRECT = urllib.request.build_opener(urllib.request.ProxyHandler({}))
+
+
+def _stop_with_parent_hook() -> Callable[[], None] | None:
+    """What the forked child runs before exec, on Linux: SIGTERM when its parent exits.
+
+    The server is in a session of its own, so nothing that kills its owner's process group
+    reaches it; without this, a `jsl dev` or test killed with SIGKILL would leave it running on
+    its store directory. It is Linux's PR_SET_PDEATHSIG; libc's `prctl` is looked up here, in
+    the parent, so the child only makes the system call (no import, no dlopen after fork).
+    """
+    if sys.platform != "linux":
+        return None
+    import ctypes
+    import signal
+
+    prctl = ctypes.CDLL(None, use_errno=True).prctl
+    pr_set_pdeathsig, sigterm = 1, int(signal.SIGTERM)
+    return lambda: prctl(pr_set_pdeathsig, sigterm)
 
 
 def find_nats_server_binary() -> Path:
@@ -111,8 +130,10 @@ class EmbeddedNatsServer:
                     stdout=subprocess.DEVNULL,
                     stderr=stderr,
                     # Its own session: a Ctrl-C in the terminal reaches the owner, which
-                    # stops what uses the server (e.g. `jsl dev`'s Dagster) before it.
+                    # stops what uses the server (e.g. `jsl dev`'s Dagster) before it. On
+                    # Linux it is also told to stop when its owner dies, even by SIGKILL.
                     start_new_session=True,
+                    preexec_fn=_stop_with_parent_hook(),
                 )
             self._wait_until_ready()
         except BaseException:

@@ -1,8 +1,14 @@
 """The embedded nats-server: JetStream on, a free port, its store dir, a clean stop."""
 
+import contextlib
+import os
+import signal
 import socket
+import subprocess
+import sys
 import urllib.request
 
+import psutil
 import pytest
 
 from resources.jetstream import EmbeddedNatsServer, JetStreamResource, StreamSpec
@@ -48,3 +54,27 @@ def test_stopped_server_no_longer_accepts_connections(tmp_path):
 def test_bad_config_fails_start_with_the_server_log(tmp_path):
     with pytest.raises(EmbeddedServerError, match="nats-server exited"):
         EmbeddedNatsServer(store_dir=tmp_path, extra_config="this is { not valid").start()
+
+
+@pytest.mark.skipif(sys.platform != "linux", reason="PR_SET_PDEATHSIG is Linux's")
+def test_the_server_stops_when_its_owner_is_killed(tmp_path):
+    # The server has a session of its own (a terminal's Ctrl-C reaches only its owner), so a
+    # SIGKILL of the owner's process group would miss it; it stops with its owner instead.
+    code = (
+        "import sys, time; from resources.jetstream import EmbeddedNatsServer; "
+        f"server = EmbeddedNatsServer(store_dir={str(tmp_path / 'nats')!r}).start(); "
+        "print(server._process.pid, flush=True); time.sleep(300)"
+    )
+    owner = subprocess.Popen(
+        [sys.executable, "-c", code], stdout=subprocess.PIPE, text=True, start_new_session=True
+    )
+    server = psutil.Process(int(owner.stdout.readline()))
+    try:
+        assert server.is_running() and os.getsid(server.pid) == server.pid
+        os.killpg(owner.pid, signal.SIGKILL)
+        owner.wait(timeout=10)
+        server.wait(timeout=15)  # psutil.TimeoutExpired if it outlived its owner
+    finally:
+        owner.kill()
+        with contextlib.suppress(psutil.Error):
+            server.kill()
