@@ -52,7 +52,8 @@ RUN_ELSEWHERE = {
     "--port 7077 --webui-port 8080": "tests/cluster/test_spark_standalone.py",
     "$SPARK_HOME/bin/spark-class org.apache.spark.deploy.worker.Worker --host 127.0.0.1 "
     "--cores 1 --memory 1g spark://127.0.0.1:7077": "tests/cluster/test_spark_standalone.py",
-    "$SPARK_HOME/bin/spark-submit --class org.apache.spark.sql.connect.service.SparkConnectServer"
+    "PYSPARK_PYTHON=$PWD/.venv/bin/python $SPARK_HOME/bin/spark-submit "
+    "--class org.apache.spark.sql.connect.service.SparkConnectServer"
     " \\\n  --master 'local[2]' --driver-memory 1g --jars "
     '"$(ls ~/.cache/jetstream-lakehouse/spark-jars/*/*.jar | paste -sd,)" \\\n'
     "  --conf spark.sql.extensions=io.delta.sql.DeltaSparkSessionExtension \\\n"
