@@ -10,6 +10,26 @@ from pipelines.settings import Settings
 from resources.jetstream import EmbeddedNatsServer
 
 
+def add_server_arguments(parser: argparse.ArgumentParser) -> None:
+    """Adds the options of every subcommand that talks to NATS: `--nats-url`, `--embedded`
+    (read by `server_url`) and `--timeout` (seconds for the connect and each request).
+
+    Args:
+        parser: the subcommand's parser.
+    """
+    parser.add_argument(
+        "--nats-url", help="NATS server(s), comma-separated (default: $NATS_URL or the local one)"
+    )
+    parser.add_argument(
+        "--embedded",
+        action="store_true",
+        help="start a nats-server on the demo's store (.data/nats) for this command",
+    )
+    parser.add_argument(
+        "--timeout", type=float, default=5.0, help="seconds for the connect and for each request"
+    )
+
+
 @contextlib.contextmanager
 def server_url(args: argparse.Namespace, *, create_store: bool) -> Iterator[str]:
     """The NATS URL a subcommand talks to: `--nats-url`, `$NATS_URL`, or with `--embedded`, an

@@ -19,7 +19,7 @@ import tempfile
 from pathlib import Path
 
 from pipelines.artifacts import ARTIFACTS_BUCKET, ArtifactStore, StoredArtifact, run_prefix
-from pipelines.commands import server_url
+from pipelines.commands import add_server_arguments, server_url
 from resources.jetstream import JetStreamResource
 from resources.jetstream.errors import JetStreamError
 
@@ -33,18 +33,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         parser: the `artifacts` subparser of `jsl` (or a standalone parser).
     """
     common = argparse.ArgumentParser(add_help=False)
-    common.add_argument(
-        "--nats-url", help="NATS server(s), comma-separated (default: $NATS_URL or the local one)"
-    )
-    common.add_argument(
-        "--embedded",
-        action="store_true",
-        help="start a nats-server on the demo's store (.data/nats) for this command",
-    )
+    add_server_arguments(common)
     common.add_argument("--bucket", default=ARTIFACTS_BUCKET, help="the Object Store bucket")
-    common.add_argument(
-        "--timeout", type=float, default=5.0, help="seconds for the connect and for each request"
-    )
     actions = parser.add_subparsers(dest="artifacts_command", required=True, metavar="{list,get}")
     lister = actions.add_parser("list", parents=[common], help="list stored artifacts")
     scope = lister.add_mutually_exclusive_group()

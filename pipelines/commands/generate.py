@@ -21,7 +21,7 @@ import sys
 
 from tqdm import tqdm
 
-from pipelines.commands import server_url
+from pipelines.commands import add_server_arguments, server_url
 from pipelines.file_trash.events import FILE_DELETED_SUBJECT
 from pipelines.file_trash.generator import (
     PublishSummary,
@@ -62,21 +62,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "--seed", type=int, default=None, help="seed for reproducible events (and msg-ids)"
     )
     parser.add_argument(
-        "--nats-url", help="NATS server(s), comma-separated (default: $NATS_URL or the local one)"
-    )
-    parser.add_argument(
-        "--embedded",
-        action="store_true",
-        help="start a nats-server on the demo's store (.data/nats) for this command",
-    )
-    parser.add_argument(
         "--provision",
         action="store_true",
         help="reconcile the file trash topology (stream, consumers, buckets) before publishing",
     )
-    parser.add_argument(
-        "--timeout", type=float, default=5.0, help="seconds for the connect and for each request"
-    )
+    add_server_arguments(parser)
 
 
 def run(args: argparse.Namespace) -> int:

@@ -20,7 +20,7 @@ from __future__ import annotations
 import argparse
 import sys
 
-from pipelines.commands import server_url
+from pipelines.commands import add_server_arguments, server_url
 from pipelines.file_trash.topology import FILE_TRASH_TOPOLOGY
 from resources.jetstream import JetStreamResource, plan, reconcile
 from resources.jetstream.errors import JetStreamError
@@ -43,17 +43,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         action="store_true",
         help="apply the changes on a server that is not the embedded one",
     )
-    parser.add_argument(
-        "--nats-url", help="NATS server(s), comma-separated (default: $NATS_URL or the local one)"
-    )
-    parser.add_argument(
-        "--embedded",
-        action="store_true",
-        help="start a nats-server on the demo's store (.data/nats) for this command",
-    )
-    parser.add_argument(
-        "--timeout", type=float, default=5.0, help="seconds for the connect and for each request"
-    )
+    add_server_arguments(parser)
 
 
 def run(args: argparse.Namespace) -> int:

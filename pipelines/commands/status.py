@@ -26,7 +26,7 @@ import sys
 from collections.abc import Iterator, Sequence
 
 from pipelines import status
-from pipelines.commands import server_url
+from pipelines.commands import add_server_arguments, server_url
 from pipelines.settings import Settings
 from resources.jetstream import JetStreamResource
 from resources.jetstream.errors import JetStreamError
@@ -49,17 +49,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--lakehouse-root", help="root of the Delta tables (default: $LAKEHOUSE_ROOT)"
     )
-    parser.add_argument(
-        "--nats-url", help="NATS server(s), comma-separated (default: $NATS_URL or the local one)"
-    )
-    parser.add_argument(
-        "--embedded",
-        action="store_true",
-        help="start a nats-server on the demo's store (.data/nats) for this command",
-    )
-    parser.add_argument(
-        "--timeout", type=float, default=5.0, help="seconds for the connect and for each request"
-    )
+    add_server_arguments(parser)
 
 
 def run(args: argparse.Namespace) -> int:
