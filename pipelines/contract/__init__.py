@@ -1,0 +1,78 @@
+"""The event contract of a stream: declared once, read into one immutable `Contract`.
+
+Three forms give the same object:
+
+- YAML inline (a component's defs.yaml): `read_contract(path)`, `contract_from_dict(data)`.
+- JSON Schema (draft 2020-12), one per message type: `read_json_schemas(paths, ...)`,
+  `contract_from_json_schemas(schemas, ...)`.
+- AsyncAPI 3.0, the channels bound to a JetStream stream: `read_asyncapi(path, stream=...)`,
+  `contract_from_asyncapi(document, stream=...)`.
+
+Every problem raises `ContractError` naming the file, line and path. See docs/contract.md.
+"""
+
+from pipelines.contract.asyncapi_reader import contract_from_asyncapi, read_asyncapi
+from pipelines.contract.constraints import (
+    AllowedValues,
+    Constraint,
+    Format,
+    MaxLength,
+    NotInFuture,
+    Pattern,
+    Range,
+    Severity,
+    StringFormat,
+    parse_duration,
+)
+from pipelines.contract.datatypes import FieldType, TimestampEncoding, TypeKind, parse_type
+from pipelines.contract.errors import ContractError
+from pipelines.contract.json_schema_reader import contract_from_json_schemas, read_json_schemas
+from pipelines.contract.model import (
+    RESERVED_COLUMNS,
+    UNKNOWN_FIELDS_COLUMN,
+    Contract,
+    DerivedColumn,
+    Envelope,
+    EventType,
+    Field,
+    UnknownFields,
+    snake_case,
+)
+from pipelines.contract.rules import BUILTIN_RULES, Rule
+from pipelines.contract.yaml_reader import contract_from_dict, default_table, read_contract
+
+__all__ = [
+    "BUILTIN_RULES",
+    "RESERVED_COLUMNS",
+    "UNKNOWN_FIELDS_COLUMN",
+    "AllowedValues",
+    "Constraint",
+    "Contract",
+    "ContractError",
+    "DerivedColumn",
+    "Envelope",
+    "EventType",
+    "Field",
+    "FieldType",
+    "Format",
+    "MaxLength",
+    "NotInFuture",
+    "Pattern",
+    "Range",
+    "Rule",
+    "Severity",
+    "StringFormat",
+    "TimestampEncoding",
+    "TypeKind",
+    "UnknownFields",
+    "contract_from_asyncapi",
+    "contract_from_dict",
+    "contract_from_json_schemas",
+    "default_table",
+    "parse_duration",
+    "parse_type",
+    "read_asyncapi",
+    "read_contract",
+    "read_json_schemas",
+    "snake_case",
+]

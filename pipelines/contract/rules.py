@@ -1,0 +1,201 @@
+"""The rules of a contract: the built-in structural ones, then one per field constraint.
+
+Built in, in this order (as in `pipelines/file_trash/rules.py`):
+
+- `parseable_json`: the payload is a JSON object.
+- `known_event_type`: the discriminator names a declared event type (only with
+  `envelope.event_type`).
+- `required_fields_present`, `field_types_valid`: required fields are there, present fields
+  have their declared types.
+- `event_id_unique`: the first occurrence of an event id per event type is kept, later copies
+  are not (only with `envelope.event_id`).
+- `no_unknown_fields`: no undeclared field (only if an event type rejects unknown fields).
+
+Then each constraint of each field, in declaration order: named `<column>_<suffix>` or as the
+constraint says, with its severity. A rule name is unique in a contract; the same name on
+the same column with the same constraint in several event types is one rule that applies to
+all of them (e.g. `user_id_format` on two events' `data.userId`).
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, replace
+from typing import TYPE_CHECKING
+
+from pipelines.contract.constraints import Constraint, Severity
+from pipelines.contract.errors import ContractError, format_path
+
+if TYPE_CHECKING:
+    from pipelines.contract.model import Contract, EventType, Field
+
+PARSEABLE_JSON = "parseable_json"
+KNOWN_EVENT_TYPE = "known_event_type"
+REQUIRED_FIELDS_PRESENT = "required_fields_present"
+FIELD_TYPES_VALID = "field_types_valid"
+EVENT_ID_UNIQUE = "event_id_unique"
+NO_UNKNOWN_FIELDS = "no_unknown_fields"
+BUILTIN_RULES = (
+    PARSEABLE_JSON,
+    KNOWN_EVENT_TYPE,
+    REQUIRED_FIELDS_PRESENT,
+    FIELD_TYPES_VALID,
+    EVENT_ID_UNIQUE,
+    NO_UNKNOWN_FIELDS,
+)
+_RULE_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+
+
+@dataclass(frozen=True)
+class Rule:
+    """A row-level quality rule of a contract.
+
+    Attributes:
+        name: stable identifier (quarantine rows' `failed_rules`, expectation tags, checks).
+        description: one readable sentence.
+        applies_to: the event types whose rows it checks.
+        severity: what breaking it does.
+        column: the column it checks (dotted inside a struct); None for built-in rules.
+        path: the JSON path of that field; None for built-in rules.
+        constraint: the constraint it comes from; None for built-in rules.
+    """
+
+    name: str
+    description: str
+    applies_to: tuple[str, ...]
+    severity: Severity = Severity.QUARANTINE
+    column: str | None = None
+    path: str | None = None
+    constraint: Constraint | None = None
+
+    @property
+    def builtin(self) -> bool:
+        """Whether it is one of the structural rules every contract has (`BUILTIN_RULES`)."""
+        return self.constraint is None
+
+
+def _builtin(contract: Contract) -> list[Rule]:
+    envelope, events = contract.envelope, contract.event_types
+    every = tuple(e.name for e in events)
+    rules = [
+        Rule(
+            PARSEABLE_JSON,
+            "The payload is valid UTF-8 JSON whose top level is an object (not an array, "
+            "number, string or null), with nothing after it.",
+            every,
+        )
+    ]
+    if envelope.event_type is not None:
+        rules.append(
+            Rule(
+                KNOWN_EVENT_TYPE,
+                f"{envelope.event_type} is {_one_of(every)}; events of other types have no "
+                "silver table.",
+                every,
+            )
+        )
+    rules += [
+        Rule(
+            REQUIRED_FIELDS_PRESENT,
+            "Every required field of the event type is present and not null.",
+            every,
+        ),
+        Rule(
+            FIELD_TYPES_VALID,
+            "Every present field has the type the contract declares (text fields are strings, "
+            "numbers fit their type, timestamps are written as declared).",
+            every,
+        ),
+    ]
+    if envelope.event_id is not None:
+        rules.append(
+            Rule(
+                EVENT_ID_UNIQUE,
+                f"No earlier message (lower stream sequence) of the same event type has the "
+                f"same {envelope.event_id}, in this batch or already in silver: the first "
+                "occurrence is kept, later ones are quarantined.",
+                every,
+            )
+        )
+    strict = tuple(e.name for e in events if e.unknown_fields == "reject")
+    if strict:
+        rules.append(
+            Rule(
+                NO_UNKNOWN_FIELDS,
+                "The message has no field its event type does not declare.",
+                strict,
+            )
+        )
+    return rules
+
+
+def _one_of(names: tuple[str, ...]) -> str:
+    return names[0] if len(names) == 1 else ", ".join(names[:-1]) + " or " + names[-1]
+
+
+def _walk(fields: tuple[Field, ...], path: str = "", column: str = ""):
+    """(field, full JSON path, column path) of every field, struct members included."""
+    for f in fields:
+        full, col = f"{path}{f.path}", f"{column}{f.column}"
+        yield f, full, col, (f.path,)
+        for inner, inner_full, inner_col, inner_at in _walk(f.type.fields, f"{full}.", f"{col}."):
+            yield inner, inner_full, inner_col, (f.path, "fields", *inner_at)
+
+
+def _field_rules(event: EventType) -> list[tuple[Rule, tuple]]:
+    rules = []
+    for f, full_path, column, at in _walk(event.fields):
+        for constraint in f.constraints:
+            name = constraint.rule_name(column)
+            where = ("events", event.name, "fields", *at, constraint.kind)
+            if not _RULE_NAME.match(name):
+                raise ContractError(
+                    f"rule name {name!r} is not an identifier (letters, digits, _)", path=where
+                )
+            rule = Rule(
+                name,
+                constraint.describe(full_path),
+                (event.name,),
+                constraint.severity,
+                column,
+                full_path,
+                constraint,
+            )
+            rules.append((rule, where))
+    return rules
+
+
+def derive_rules(contract: Contract) -> tuple[Rule, ...]:
+    """Every rule of `contract`, built-in first, unique by name.
+
+    Args:
+        contract: the contract (its event types already checked).
+
+    Returns:
+        The rules.
+
+    Raises:
+        ContractError: two rules share a name (and are not the same check of the same column);
+            the path names the second one's field.
+    """
+    rules: dict[str, Rule] = {rule.name: rule for rule in _builtin(contract)}
+    origins: dict[str, tuple] = {}
+    for event in contract.event_types:
+        for rule, where in _field_rules(event):
+            known = rules.get(rule.name)
+            if known is None:
+                rules[rule.name], origins[rule.name] = rule, where
+                continue
+            same = known.constraint is not None and (
+                (known.column, known.path, known.constraint)
+                == (rule.column, rule.path, rule.constraint)
+            )
+            if not same:
+                first = format_path(origins[rule.name]) if rule.name in origins else "built in"
+                raise ContractError(
+                    f"rule name {rule.name!r} is used twice (first: {first}); rule names are "
+                    "unique in a contract: name this one with `rule:`",
+                    path=where,
+                )
+            rules[rule.name] = replace(known, applies_to=(*known.applies_to, event.name))
+    return tuple(rules.values())

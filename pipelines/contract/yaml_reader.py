@@ -1,0 +1,299 @@
+"""The contract declared inline in YAML (or as the same dict), as a component's defs.yaml holds it.
+
+    envelope:                       # optional; every key optional
+      event_type: eventType         # JSON path of the discriminator
+      event_id: eventId             # JSON path of the event id (de-duplication key)
+      event_time: timestamp         # JSON path of the event time
+      fields: {<path>: <field>}     # fields every event type has, first in each table
+    events:
+      <EventTypeName>:              # the discriminator's value
+        table: silver/<name>        # default: silver/<snake_case of the name>
+        subjects: [orders.placed]   # required without envelope.event_type
+        description: text
+        unknown_fields: ignore      # keep (map column unknown_fields) | ignore | reject
+        fields: {<path>: <field>}   # JSON path from the message root -> field
+        derived: {<column>: <Spark SQL expression> | {expression, type, description}}
+
+A field is a type (`data.amount: decimal(12,2)`) or a mapping: `type` (default string, or
+struct when it has `fields`), `column` (default: snake_case of the path's last key),
+`required` (default false), `description`, `fields` (of a struct, array<struct> or
+map<struct>), the constraints `minimum`/`maximum` (one range rule), `pattern`, `enum`,
+`max_length`, `format` (uuid | date-time | email) and `not_in_future` (the allowed clock
+skew, e.g. 5m, or true for none), and their rules' names and severities: `rule` and
+`severity` when the field has one constraint, otherwise `rules: {<kind>: <name> | {name,
+severity}}` with kind range, pattern, enum, max_length, format or not_in_future.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+from pipelines.contract.constraints import (
+    AllowedValues,
+    Constraint,
+    Format,
+    MaxLength,
+    NotInFuture,
+    Pattern,
+    Range,
+    parse_duration,
+)
+from pipelines.contract.datatypes import parse_type
+from pipelines.contract.errors import ContractError, PathPart, located
+from pipelines.contract.model import (
+    Contract,
+    DerivedColumn,
+    Envelope,
+    EventType,
+    Field,
+    snake_case,
+)
+from pipelines.contract.yaml_source import Document, load_document
+
+At = tuple[PathPart, ...]
+CONTRACT_KEYS = ("envelope", "events")
+ENVELOPE_KEYS = ("event_type", "event_id", "event_time", "fields")
+EVENT_KEYS = ("table", "subjects", "description", "unknown_fields", "fields", "derived")
+CONSTRAINT_KEYS = ("minimum", "maximum", "pattern", "enum", "max_length", "format")
+FIELD_KEYS = (
+    "type",
+    "column",
+    "required",
+    "description",
+    "fields",
+    *CONSTRAINT_KEYS,
+    "not_in_future",
+    "rule",
+    "severity",
+    "rules",
+)
+DERIVED_KEYS = ("expression", "type", "description")
+RULE_KEYS = ("name", "severity")
+
+
+def default_table(event_type: str) -> str:
+    """The silver table of an event type that names none: `silver/<snake_case(name)>`."""
+    return f"silver/{snake_case(event_type)}"
+
+
+def read_contract(path: str | Path, *, at: At = ()) -> Contract:
+    """Reads a contract from a YAML file.
+
+    Args:
+        path: the file.
+        at: where the contract sits in the file (e.g. `("attributes", "contract")`).
+
+    Returns:
+        The contract.
+
+    Raises:
+        ContractError: naming the file, the line and the key path of the first problem.
+    """
+    return contract_from_document(load_document(path), at=at)
+
+
+def contract_from_dict(data: Mapping[str, Any], *, source: str | None = None) -> Contract:
+    """Builds a contract from its YAML form as a dict.
+
+    Args:
+        data: the mapping with `envelope` and `events`.
+        source: its name in errors (e.g. the file it came from).
+
+    Returns:
+        The contract.
+
+    Raises:
+        ContractError: naming the key path of the first problem.
+    """
+    return contract_from_document(Document(data, source))
+
+
+def contract_from_document(document: Document, *, at: At = ()) -> Contract:
+    """Builds a contract from a parsed document (its lines name errors' lines).
+
+    Args:
+        document: the parsed YAML.
+        at: where the contract sits in it.
+
+    Returns:
+        The contract.
+
+    Raises:
+        ContractError: naming the file, the line and the key path of the first problem.
+    """
+    return _Reader(document).contract(_value(document.data, at), at)
+
+
+def _value(data: Any, at: At) -> Any:
+    for key in at:
+        data = data[key] if isinstance(data, Mapping | list) else None
+    return data
+
+
+class _Reader:
+    def __init__(self, document: Document) -> None:
+        self.document = document
+
+    def at(self, path: At):
+        return located(self.document.source, path, line_of=self.document.line_of)
+
+    def fail(self, problem: str, path: At) -> ContractError:
+        return ContractError(
+            problem,
+            source=self.document.source,
+            path=path,
+            line=self.document.line_of(path),
+            absolute=True,
+        )
+
+    def mapping(self, value: Any, path: At, allowed: tuple[str, ...] | None) -> Mapping:
+        if value is None:
+            return {}
+        if not isinstance(value, Mapping):
+            raise self.fail(f"expected a mapping, got {type(value).__name__} {value!r}", path)
+        for key in value:
+            if allowed is not None and key not in allowed:
+                raise self.fail(
+                    f"unknown key {key!r}; allowed keys here: {', '.join(allowed)}",
+                    (*path, key),
+                )
+            if allowed is None and not isinstance(key, str):
+                raise self.fail(f"keys here are names, got {key!r}", (*path, key))
+        return value
+
+    def contract(self, data: Any, at: At) -> Contract:
+        data = self.mapping(data, at, CONTRACT_KEYS)
+        envelope_data = self.mapping(data.get("envelope"), (*at, "envelope"), ENVELOPE_KEYS)
+        for key in ("event_type", "event_id", "event_time"):
+            value = envelope_data.get(key)
+            if value is not None and (not isinstance(value, str) or not all(value.split("."))):
+                raise self.fail(
+                    f"{key} is a dotted JSON path such as eventId, got {value!r}",
+                    (*at, "envelope", key),
+                )
+        envelope = Envelope(
+            envelope_data.get("event_type"),
+            envelope_data.get("event_id"),
+            envelope_data.get("event_time"),
+        )
+        shared = self.fields(envelope_data.get("fields"), (*at, "envelope", "fields"))
+        events = self.mapping(data.get("events"), (*at, "events"), None)
+        if not events:
+            raise self.fail("declare at least one event type under `events`", (*at, "events"))
+        event_types = [
+            self.event(name, spec, shared, (*at, "events", name)) for name, spec in events.items()
+        ]
+        with self.at(at):
+            return Contract(tuple(event_types), envelope)
+
+    def event(self, name: str, spec: Any, shared: tuple[Field, ...], at: At) -> EventType:
+        spec = self.mapping(spec, at, EVENT_KEYS)
+        subjects = spec.get("subjects", ())
+        if isinstance(subjects, str):
+            subjects = (subjects,)
+        if not isinstance(subjects, list | tuple):
+            raise self.fail(f"subjects is a list of subjects, got {subjects!r}", (*at, "subjects"))
+        fields = (*shared, *self.fields(spec.get("fields"), (*at, "fields")))
+        derived = [
+            self.derived(column, value, (*at, "derived", column))
+            for column, value in self.mapping(spec.get("derived"), (*at, "derived"), None).items()
+        ]
+        with self.at(at):
+            return EventType(
+                name=name,
+                table=spec.get("table", default_table(name)),
+                fields=fields,
+                subjects=tuple(subjects),
+                derived=tuple(derived),
+                unknown_fields=spec.get("unknown_fields", "ignore"),
+                description=spec.get("description"),
+            )
+
+    def fields(self, value: Any, at: At) -> tuple[Field, ...]:
+        specs = self.mapping(value, at, None)
+        return tuple(self.field(path, spec, (*at, path)) for path, spec in specs.items())
+
+    def field(self, path: str, spec: Any, at: At) -> Field:
+        if spec is None or isinstance(spec, str):
+            spec = {"type": spec or "string"}
+        spec = self.mapping(spec, at, FIELD_KEYS)
+        nested = self.fields(spec["fields"], (*at, "fields")) if "fields" in spec else ()
+        with self.at((*at, "type")):
+            field_type = parse_type(
+                spec.get("type", "struct" if nested else "string"), fields=nested
+            )
+        constraints = self.constraints(spec, at)
+        with self.at(at):
+            return Field(
+                path=path,
+                type=field_type,
+                column=spec.get("column", ""),
+                required=spec.get("required", False),
+                description=spec.get("description"),
+                constraints=constraints,
+            )
+
+    def constraints(self, spec: Mapping, at: At) -> tuple[Constraint, ...]:
+        found: list[tuple[type[Constraint], dict[str, Any]]] = []
+        if "minimum" in spec or "maximum" in spec:
+            found.append((Range, {"minimum": spec.get("minimum"), "maximum": spec.get("maximum")}))
+        simple = {
+            "pattern": (Pattern, "regex"),
+            "enum": (AllowedValues, "values"),
+            "max_length": (MaxLength, "length"),
+            "format": (Format, "format"),
+        }
+        for key, (kind, argument) in simple.items():
+            if key in spec:
+                found.append((kind, {argument: spec[key]}))
+        if "not_in_future" in spec:
+            skew = spec["not_in_future"]
+            with self.at((*at, "not_in_future")):
+                skew = parse_duration(0 if skew is True else skew)
+            found.append((NotInFuture, {"skew": skew}))
+        names = self.rule_names(spec, [kind.kind for kind, _ in found], at)
+        result = []
+        for kind, arguments in found:
+            with self.at(at):
+                result.append(kind(**arguments, **names.get(kind.kind, {})))
+        return tuple(result)
+
+    def rule_names(self, spec: Mapping, kinds: list[str], at: At) -> dict[str, dict[str, Any]]:
+        if "rules" in spec and ("rule" in spec or "severity" in spec):
+            raise self.fail("use either `rule`/`severity` or `rules`, not both", (*at, "rules"))
+        if "rule" in spec or "severity" in spec:
+            if len(kinds) != 1:
+                key = "rule" if "rule" in spec else "severity"
+                raise self.fail(
+                    f"`{key}` names the rule of a field's only constraint, and this field has "
+                    f"{len(kinds)} ({', '.join(kinds) or 'none'}); use `rules: {{<kind>: "
+                    "{name: ..., severity: ...}}` instead",
+                    (*at, key),
+                )
+            return {kinds[0]: _present(rule=spec.get("rule"), severity=spec.get("severity"))}
+        names = {}
+        for kind, value in self.mapping(spec.get("rules"), (*at, "rules"), tuple(kinds)).items():
+            if isinstance(value, str):
+                value = {"name": value}
+            value = self.mapping(value, (*at, "rules", kind), RULE_KEYS)
+            names[kind] = _present(rule=value.get("name"), severity=value.get("severity"))
+        return names
+
+    def derived(self, column: str, spec: Any, at: At) -> DerivedColumn:
+        if isinstance(spec, str):
+            spec = {"expression": spec}
+        spec = self.mapping(spec, at, DERIVED_KEYS)
+        derived_type = None
+        if spec.get("type") is not None:
+            with self.at((*at, "type")):
+                derived_type = parse_type(spec["type"])
+        with self.at(at):
+            return DerivedColumn(
+                column, spec.get("expression"), derived_type, spec.get("description")
+            )
+
+
+def _present(**values: Any) -> dict[str, Any]:
+    return {key: value for key, value in values.items() if value is not None}

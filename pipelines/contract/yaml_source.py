@@ -1,0 +1,121 @@
+"""YAML (and JSON) documents that remember the line of every key, for errors that name it.
+
+`load_document` reads a file with PyYAML's safe loader and also composes its node tree, from
+which it records the line of each mapping key and list item by path. A key written twice in
+one mapping (which PyYAML would silently resolve to the last value) is an error here.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from pipelines.contract.errors import ContractError, PathPart
+
+
+@dataclass(frozen=True)
+class Document:
+    """A parsed document and where its keys are.
+
+    Attributes:
+        data: the plain Python value (dicts, lists, scalars).
+        source: the file name (or another name) used in errors.
+        lines: the 1-based line of each path's key or item.
+    """
+
+    data: Any
+    source: str | None = None
+    lines: dict[tuple[PathPart, ...], int] = field(default_factory=dict, compare=False)
+
+    def line_of(self, path: tuple[PathPart, ...]) -> int | None:
+        """The line of `path`, or of its longest prefix the document has; None if none."""
+        for end in range(len(path), 0, -1):
+            line = self.lines.get(tuple(path[:end]))
+            if line is not None:
+                return line
+        return None
+
+
+def load_document(path: str | Path) -> Document:
+    """Reads a YAML or JSON file with the line of every key.
+
+    Args:
+        path: the file.
+
+    Returns:
+        The document; its `source` is `path` as given.
+
+    Raises:
+        ContractError: the file cannot be read, is not valid YAML, or repeats a key.
+    """
+    source = str(path)
+    try:
+        text = Path(path).read_text(encoding="utf-8")
+    except OSError as error:
+        raise ContractError(
+            f"cannot read the file: {error.strerror or error}", source=source
+        ) from error
+    return parse_document(text, source=source)
+
+
+def parse_document(text: str, *, source: str | None = None) -> Document:
+    """Parses YAML (or JSON) text with the line of every key.
+
+    Args:
+        text: the document.
+        source: its name in errors.
+
+    Returns:
+        The document.
+
+    Raises:
+        ContractError: the text is not valid YAML or repeats a key in a mapping.
+    """
+    try:
+        node = yaml.compose(text, Loader=yaml.SafeLoader)
+        data = yaml.safe_load(text)
+    except yaml.YAMLError as error:
+        mark = getattr(error, "problem_mark", None)
+        problem = getattr(error, "problem", None) or str(error)
+        raise ContractError(
+            f"not valid YAML: {problem}",
+            source=source,
+            line=mark.line + 1 if mark else None,
+            absolute=True,
+        ) from None
+    lines: dict[tuple[PathPart, ...], int] = {}
+    if node is not None:
+        _index(node, (), lines, source)
+    return Document(data, source, lines)
+
+
+def _index(
+    node: yaml.Node,
+    path: tuple[PathPart, ...],
+    lines: dict[tuple[PathPart, ...], int],
+    source: str | None,
+) -> None:
+    if isinstance(node, yaml.MappingNode):
+        seen: set[str] = set()
+        for key_node, value_node in node.value:
+            if not isinstance(key_node, yaml.ScalarNode):
+                continue
+            key = key_node.value
+            if key in seen:
+                raise ContractError(
+                    f"key {key!r} appears twice in this mapping; keep one",
+                    source=source,
+                    path=path,
+                    line=key_node.start_mark.line + 1,
+                    absolute=True,
+                )
+            seen.add(key)
+            lines[(*path, key)] = key_node.start_mark.line + 1
+            _index(value_node, (*path, key), lines, source)
+    elif isinstance(node, yaml.SequenceNode):
+        for index, item in enumerate(node.value):
+            lines[(*path, index)] = item.start_mark.line + 1
+            _index(item, (*path, index), lines, source)
