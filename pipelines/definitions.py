@@ -104,7 +104,7 @@ defs = Definitions(
     # JVM (and resolve the Delta jars) for every step, which costs more than it saves here.
     executor=in_process_executor,
     resources={
-        "jetstream": JetStreamResource(servers=settings.nats_url),
+        "jetstream": JetStreamResource.from_env(),
         "spark": SparkResource(table_root=settings.lakehouse_root),
         "lakehouse": LakehouseResource(root=settings.lakehouse_root),
         "quality": DataQualityResource(),

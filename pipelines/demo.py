@@ -30,6 +30,8 @@ from pipelines.file_trash.topology import FILE_TRASH_TOPOLOGY
 from pipelines.settings import PROJECT_DIR, Settings
 from pipelines.supervise import Supervisor
 from resources.jetstream import EmbeddedNatsServer, JetStreamClient, JetStreamResource, reconcile
+from resources.jetstream.connection_settings import redact_url
+from resources.jetstream.environment import CREDENTIAL_VARIABLES
 
 DEFINITIONS_MODULE = "pipelines.definitions"
 DEFAULT_BAD_SHARE = 0.05
@@ -48,12 +50,21 @@ def say(message: str) -> None:
 def nats_server(settings: Settings, say: Callable[[str], None] = say) -> Iterator[str]:
     """Yields a NATS URL: `$NATS_URL` if set, else an embedded server's, stopped on exit."""
     if os.environ.get("NATS_URL"):
-        say(f"using NATS at {os.environ['NATS_URL']} (NATS_URL)")
+        say(f"using NATS at {redact_url(os.environ['NATS_URL'])} (NATS_URL)")
         yield os.environ["NATS_URL"]
         return
     with EmbeddedNatsServer(store_dir=settings.nats_store_dir) as server:
         say(f"started embedded nats-server at {server.url} (store: {settings.nats_store_dir})")
         yield server.url
+
+
+def jetstream(url: str) -> JetStreamResource:
+    """The resource for `url` from `nats_server`: on `$NATS_URL`, with the credentials and TLS
+    files of the environment (`NATS_USER`, `NATS_CREDS`, `NATS_CA`, ...); on the embedded
+    server, which has neither auth nor TLS, without them."""
+    if os.environ.get("NATS_URL"):
+        return JetStreamResource.from_env()
+    return JetStreamResource(servers=url)
 
 
 def provision(js: JetStreamClient) -> str:
@@ -147,10 +158,20 @@ def ensure_instance_config(dagster_home: Path) -> Path:
 
 
 def dagster_env(settings: Settings, nats_url: str) -> dict[str, str]:
-    """The environment for `dagster` subprocesses: the server, the data dir, DAGSTER_HOME."""
+    """The environment for `dagster` subprocesses: the server, the data dir, DAGSTER_HOME.
+
+    On the embedded server, the environment's NATS credentials and TLS files are left out:
+    they are meant for the server `$NATS_URL` names, and the embedded one has neither.
+    """
     ensure_instance_config(settings.dagster_home)
+    embedded = not os.environ.get("NATS_URL")
+    inherited = {
+        name: value
+        for name, value in os.environ.items()
+        if not (embedded and name in CREDENTIAL_VARIABLES)
+    }
     return {
-        **os.environ,
+        **inherited,
         "NATS_URL": nats_url,
         "LAKEHOUSE_DATA_DIR": str(settings.data_dir),
         "LAKEHOUSE_ROOT": settings.lakehouse_root,
@@ -242,11 +263,11 @@ def _run_steps(out: DemoOutput, settings: Settings, events: int, bad_share: floa
             step.result = (
                 f"embedded at {url}, store {settings.nats_store_dir}"
                 if embedded
-                else f"{url} (NATS_URL)"
+                else f"{redact_url(url)} (NATS_URL)"
             )
         with contextlib.ExitStack() as connection:
             with out.step("topology") as step:
-                js = connection.enter_context(JetStreamResource(servers=url).client())
+                js = connection.enter_context(jetstream(url).client())
                 step.result = provision(js)
             with out.step(
                 f"published {events} FileDeletedEvents on {FILE_DELETED_SUBJECT!r}"
@@ -266,7 +287,7 @@ def _run_steps(out: DemoOutput, settings: Settings, events: int, bad_share: floa
                 step.result = passes[-1].outcome()
         with (
             out.step("summary", long=True, timed=False),
-            JetStreamResource(servers=url).client() as js,
+            jetstream(url).client() as js,
         ):
             caught_up = summarize_run(out, settings, js, passes, published)
         print_next_steps(out, settings, url if not embedded else None)
@@ -286,7 +307,7 @@ def run_dev(settings: Settings | None = None, extra_args: list[str] | None = Non
     settings = settings or Settings.from_env()
     settings.data_dir.mkdir(parents=True, exist_ok=True)
     with nats_server(settings) as url:
-        with JetStreamResource(servers=url).client() as js:
+        with jetstream(url).client() as js:
             say(f"topology: {provision(js)}")
         command = dagster_command("dev", "-w", str(PROJECT_DIR / "workspace.yaml"))
         command += extra_args or []

@@ -201,14 +201,15 @@ def print_next_steps(out: DemoOutput, settings: Settings, nats_url: str | None) 
     Args:
         out: the demo's output.
         settings: where the data lives.
-        nats_url: the server, when it is not the embedded one (`NATS_URL`).
+        nats_url: the server, when it is not the embedded one (`NATS_URL`, which the commands
+            read themselves: it is not printed, as it may hold credentials).
     """
-    server = f"--nats-url {nats_url}" if nats_url else "--embedded"
+    server = "" if nats_url else " --embedded"
     table = f"{settings.lakehouse_root}/silver/file_deleted"
     commands = (
         ("make dev", "the Dagster UI on http://localhost:3000: these runs, assets, checks"),
-        (f"jsl status {server}", "streams, consumers, checkpoints, watermarks"),
-        (f"jsl generate {server} --count 1000 --bad-share 0.05", "more events"),
+        (f"jsl status{server}", "streams, consumers, checkpoints, watermarks"),
+        (f"jsl generate{server} --count 1000 --bad-share 0.05", "more events"),
     )
     out.say("next (jsl is .venv/bin/jsl):")
     width = max(len(command) for command, _ in commands)

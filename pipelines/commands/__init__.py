@@ -7,7 +7,7 @@ import contextlib
 from collections.abc import Iterator
 
 from pipelines.settings import Settings
-from resources.jetstream import EmbeddedNatsServer
+from resources.jetstream import EmbeddedNatsServer, JetStreamResource
 
 
 def add_server_arguments(parser: argparse.ArgumentParser) -> None:
@@ -59,3 +59,18 @@ def server_url(args: argparse.Namespace, *, create_store: bool) -> Iterator[str]
         )
     with EmbeddedNatsServer(store_dir=settings.nats_store_dir) as server:
         yield server.url
+
+
+def jetstream_resource(args: argparse.Namespace, url: str) -> JetStreamResource:
+    """The resource a subcommand connects with: `url` (from `server_url`), `--timeout`, and
+    the credentials and TLS files of the environment (`NATS_USER`, `NATS_CREDS`, `NATS_CA`,
+    ...; see `resources.jetstream.environment`), except on the embedded server, which has
+    neither auth nor TLS.
+
+    Raises:
+        InvalidArgumentError: the environment's connection variables contradict each other.
+    """
+    timeouts = {"connect_timeout": args.timeout, "request_timeout": args.timeout}
+    if args.embedded:
+        return JetStreamResource(servers=url, **timeouts)
+    return JetStreamResource.from_env(servers=url, **timeouts)

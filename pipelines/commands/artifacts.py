@@ -19,8 +19,7 @@ import tempfile
 from pathlib import Path
 
 from pipelines.artifacts import ARTIFACTS_BUCKET, ArtifactStore, StoredArtifact, run_prefix
-from pipelines.commands import add_server_arguments, server_url
-from resources.jetstream import JetStreamResource
+from pipelines.commands import add_server_arguments, jetstream_resource, server_url
 from resources.jetstream.errors import JetStreamError
 
 PROG = "jsl artifacts"
@@ -65,9 +64,7 @@ def run(args: argparse.Namespace) -> int:
         elif args.output not in (None, "-"):
             _check_output(Path(args.output))
         with server_url(args, create_store=False) as url:
-            resource = JetStreamResource(
-                servers=url, connect_timeout=args.timeout, request_timeout=args.timeout
-            )
+            resource = jetstream_resource(args, url)
             with resource.client() as js:
                 store = ArtifactStore(js, args.bucket)
                 return _list(store, prefix) if listing else _get(store, args.name, args.output)

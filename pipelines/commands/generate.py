@@ -21,7 +21,7 @@ import sys
 
 from tqdm import tqdm
 
-from pipelines.commands import add_server_arguments, server_url
+from pipelines.commands import add_server_arguments, jetstream_resource, server_url
 from pipelines.file_trash.events import FILE_DELETED_SUBJECT
 from pipelines.file_trash.generator import (
     PublishSummary,
@@ -32,7 +32,7 @@ from pipelines.file_trash.generator import (
     summarize,
 )
 from pipelines.file_trash.topology import FILE_EVENTS, FILE_TRASH_TOPOLOGY
-from resources.jetstream import JetStreamResource, reconcile
+from resources.jetstream import reconcile
 from resources.jetstream.errors import JetStreamError
 
 PROG = "jsl generate"
@@ -87,9 +87,7 @@ def run(args: argparse.Namespace) -> int:
             args.count, bad_share=args.bad_share, now=dt.datetime.now(dt.UTC), seed=args.seed
         )
         with server_url(args, create_store=True) as url:
-            resource = JetStreamResource(
-                servers=url, connect_timeout=args.timeout, request_timeout=args.timeout
-            )
+            resource = jetstream_resource(args, url)
             with resource.client() as js:
                 if args.provision:
                     for change in reconcile(js, FILE_TRASH_TOPOLOGY):

@@ -20,9 +20,10 @@ from __future__ import annotations
 import argparse
 import sys
 
-from pipelines.commands import add_server_arguments, server_url
+from pipelines.commands import add_server_arguments, jetstream_resource, server_url
 from pipelines.file_trash.topology import FILE_TRASH_TOPOLOGY
-from resources.jetstream import JetStreamResource, plan, reconcile
+from resources.jetstream import plan, reconcile
+from resources.jetstream.connection_settings import redact_url
 from resources.jetstream.errors import JetStreamError
 from resources.jetstream.topology import Action
 
@@ -62,13 +63,11 @@ def run(args: argparse.Namespace) -> int:
         if args.timeout <= 0:
             raise ValueError(f"--timeout must be positive, got {args.timeout!r}")
         with server_url(args, create_store=True) as url:
-            resource = JetStreamResource(
-                servers=url, connect_timeout=args.timeout, request_timeout=args.timeout
-            )
+            resource = jetstream_resource(args, url)
             with resource.client() as js:
                 planned = plan(js, FILE_TRASH_TOPOLOGY)
                 pending = [c for c in planned if c.action is not Action.UNCHANGED]
-                print(f"{PROG}: plan for {url} ({len(pending)} to change):")
+                print(f"{PROG}: plan for {redact_url(url)} ({len(pending)} to change):")
                 for change in planned:
                     print(f"{PROG}:   {change}")
                 if args.dry_run or not pending:
@@ -76,9 +75,9 @@ def run(args: argparse.Namespace) -> int:
                     return 0
                 if not (args.embedded or args.yes):
                     print(
-                        f"{PROG}: error: {len(pending)} object(s) to create or update on {url}; "
-                        "nothing was changed. Run again with --yes to apply the plan above, "
-                        "or --dry-run to only print it",
+                        f"{PROG}: error: {len(pending)} object(s) to create or update on "
+                        f"{redact_url(url)}; nothing was changed. Run again with --yes to "
+                        "apply the plan above, or --dry-run to only print it",
                         file=sys.stderr,
                     )
                     return 1

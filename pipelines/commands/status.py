@@ -26,9 +26,9 @@ import sys
 from collections.abc import Iterator, Sequence
 
 from pipelines import status
-from pipelines.commands import add_server_arguments, server_url
+from pipelines.commands import add_server_arguments, jetstream_resource, server_url
 from pipelines.settings import Settings
-from resources.jetstream import JetStreamResource
+from resources.jetstream.connection_settings import redact_url
 from resources.jetstream.errors import JetStreamError
 
 PROG = "jsl status"
@@ -66,11 +66,10 @@ def run(args: argparse.Namespace) -> int:
         if args.timeout <= 0:
             raise ValueError(f"--timeout must be positive, got {args.timeout!r}")
         with server_url(args, create_store=False) as url:
-            resource = JetStreamResource(
-                servers=url, connect_timeout=args.timeout, request_timeout=args.timeout
-            )
+            resource = jetstream_resource(args, url)
             with resource.client() as js:
-                snapshot = status.take_snapshot(js, server=url, now=dt.datetime.now(dt.UTC))
+                now = dt.datetime.now(dt.UTC)
+                snapshot = status.take_snapshot(js, server=redact_url(url), now=now)
     except (JetStreamError, OSError, ValueError) as error:
         message = " ".join(str(error).split())
         print(f"{PROG}: error: {message}", file=sys.stderr)

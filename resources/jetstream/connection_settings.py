@@ -40,6 +40,26 @@ def parse_servers(servers: str | list[str] | tuple[str, ...]) -> tuple[str, ...]
     return urls
 
 
+def redact_url(url: str) -> str:
+    """`url` with the credentials in it (`user:password@`, `token@`) replaced by `***`, for
+    messages and logs; the user name of a `user:password@` pair is kept.
+
+    Examples:
+        >>> redact_url("nats://lakehouse:s3cr3t@nats-1:4222")
+        'nats://lakehouse:***@nats-1:4222'
+        >>> redact_url("nats://t0ken@nats-1:4222, nats://nats-2:4222")
+        'nats://***@nats-1:4222, nats://nats-2:4222'
+    """
+    if "," in url:
+        return ", ".join(redact_url(part.strip()) for part in url.split(","))
+    parts = urlsplit(url)
+    if "@" not in parts.netloc:
+        return url
+    userinfo, host = parts.netloc.rsplit("@", 1)
+    hidden = f"{userinfo.split(':', 1)[0]}:***" if ":" in userinfo else "***"
+    return parts._replace(netloc=f"{hidden}@{host}").geturl()
+
+
 def _is_server_url(url: str) -> bool:
     parts = urlsplit(url if "://" in url else f"nats://{url}")
     try:
@@ -115,8 +135,8 @@ class ConnectionSettings:
 
     @property
     def server_list(self) -> str:
-        """The servers as one string, for error messages."""
-        return ", ".join(self.servers)
+        """The servers as one string, for error messages (credentials in a URL hidden)."""
+        return ", ".join(redact_url(url) for url in self.servers)
 
     @property
     def auth_method(self) -> str | None:

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from typing import Any
 
@@ -11,6 +11,7 @@ from pydantic import Field, PrivateAttr
 
 from resources.jetstream.client import JetStreamClient
 from resources.jetstream.connection import ConnectionSettings, parse_servers
+from resources.jetstream.environment import resource_fields_from_env
 from resources.jetstream.errors import InvalidArgumentError
 
 
@@ -18,7 +19,9 @@ class JetStreamResource(ConfigurableResource):
     """A NATS JetStream connection for assets, asset checks and sensors.
 
     The connection opens on first use within a run or sensor tick (never at import) and is
-    drained and closed when the run or tick ends. Secrets belong in `dagster.EnvVar`.
+    drained and closed when the run or tick ends. Secrets belong in `dagster.EnvVar`;
+    `JetStreamResource.from_env()` reads every setting from the nats CLI's environment
+    variables.
 
     Examples:
         >>> from dagster import EnvVar, asset
@@ -93,6 +96,35 @@ class JetStreamResource(ConfigurableResource):
     )
 
     _client: JetStreamClient | None = PrivateAttr(default=None)
+
+    @classmethod
+    def from_env(
+        cls, environ: Mapping[str, str] | None = None, **overrides: Any
+    ) -> JetStreamResource:
+        """A resource configured by the nats CLI's environment variables (`NATS_URL`,
+        `NATS_USER`/`NATS_PASSWORD`, `NATS_TOKEN`, `NATS_CREDS`, `NATS_CA`, ...; the table is
+        in `resources.jetstream.environment`). Secrets are passed as `EnvVar`s, so Dagster
+        shows their names, never their values.
+
+        Args:
+            environ: the variables (default: the process environment).
+            **overrides: fields that win over the environment (e.g. a command's `--nats-url`,
+                timeouts); a `None` override is ignored.
+
+        Raises:
+            InvalidArgumentError: two variables for one setting disagree, or a boolean one is
+                not true/false.
+
+        Examples:
+            >>> JetStreamResource.from_env({"NATS_URL": "nats://nats-1:4222"}).servers
+            'nats://nats-1:4222'
+            >>> secret = JetStreamResource.from_env({"NATS_USER": "me", "NATS_PASSWORD": "s3cr3t"})
+            >>> secret.password  # an EnvVar: Dagster shows the name, resolves the value
+            'NATS_PASSWORD'
+        """
+        fields = resource_fields_from_env(environ)
+        fields.update({name: value for name, value in overrides.items() if value is not None})
+        return cls(**fields)
 
     def connection_settings(self) -> ConnectionSettings:
         """The validated connection settings (raises before any I/O if they are wrong).
