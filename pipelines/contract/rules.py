@@ -194,7 +194,8 @@ def derive_rules(contract: Contract) -> tuple[Rule, ...]:
                 first = format_path(origins[rule.name]) if rule.name in origins else "built in"
                 raise ContractError(
                     f"rule name {rule.name!r} is used twice (first: {first}); rule names are "
-                    "unique in a contract: name this one with `rule:`",
+                    "unique in a contract: name this one with `rule:` (`x-jsl-rule` in a JSON "
+                    "Schema)",
                     path=where,
                 )
             rules[rule.name] = replace(known, applies_to=(*known.applies_to, event.name))

@@ -1,0 +1,250 @@
+"""JSON Schema payloads: the mapping table of the module docstring, and what fails."""
+
+import datetime as dt
+
+import pytest
+
+from pipelines.contract import (
+    AllowedValues,
+    ContractError,
+    Envelope,
+    FieldType,
+    Format,
+    MaxLength,
+    NotInFuture,
+    Pattern,
+    Range,
+    Severity,
+    StringFormat,
+    TimestampEncoding,
+    TypeKind,
+    UnknownFields,
+    contract_from_json_schemas,
+    read_json_schemas,
+)
+
+ENVELOPE = Envelope(event_type="eventType", event_id="eventId")
+
+
+def schema(data: dict, **root) -> dict:
+    """A payload schema with an envelope and `data`'s properties."""
+    return {
+        "type": "object",
+        "required": ["eventId", "eventType", "data"],
+        "properties": {
+            "eventId": {"type": "string"},
+            "eventType": {"type": "string", "const": "Thing"},
+            "data": {"type": "object", "properties": data, "required": list(data)},
+        },
+        **root,
+    }
+
+
+def event(data: dict, **root):
+    contract = contract_from_json_schemas({"thing": schema(data, **root)}, envelope=ENVELOPE)
+    return contract.event_type("Thing")
+
+
+def one(prop: dict):
+    return event({"x": prop}).field("data.x")
+
+
+def error(data: dict, **root) -> str:
+    with pytest.raises(ContractError) as raised:
+        event(data, **root)
+    return str(raised.value)
+
+
+@pytest.mark.parametrize(
+    ("prop", "expected"),
+    [
+        ({"type": "string"}, FieldType(TypeKind.STRING)),
+        ({"type": "string", "format": "date-time"}, FieldType(TypeKind.TIMESTAMP)),
+        ({"type": "string", "format": "date"}, FieldType(TypeKind.DATE)),
+        ({"type": "integer"}, FieldType(TypeKind.LONG)),
+        ({"type": "integer", "format": "int64"}, FieldType(TypeKind.LONG)),
+        ({"type": "integer", "format": "int32"}, FieldType(TypeKind.INTEGER)),
+        ({"type": "number"}, FieldType(TypeKind.DOUBLE)),
+        ({"type": "boolean"}, FieldType(TypeKind.BOOLEAN)),
+        ({"type": ["string", "null"]}, FieldType(TypeKind.STRING)),
+        ({"enum": ["a", "b"]}, FieldType(TypeKind.STRING)),
+        (
+            {"type": "number", "x-jsl-type": "decimal(12,2)"},
+            FieldType(TypeKind.DECIMAL, precision=12, scale=2),
+        ),
+        (
+            {"type": "integer", "x-jsl-type": "timestamp(epoch_millis)"},
+            FieldType(TypeKind.TIMESTAMP, encoding=TimestampEncoding.EPOCH_MILLIS),
+        ),
+        (
+            {"type": "array", "items": {"type": "integer"}},
+            FieldType(TypeKind.ARRAY, element=FieldType(TypeKind.LONG)),
+        ),
+        (
+            {"type": "object", "additionalProperties": {"type": "number"}},
+            FieldType(TypeKind.MAP, element=FieldType(TypeKind.DOUBLE)),
+        ),
+    ],
+)
+def test_each_json_schema_type_maps_to_its_contract_type(prop, expected):
+    assert one(prop).type == expected
+
+
+def test_nested_objects_flatten_into_snake_case_columns_and_required_follows_parents():
+    found = event(
+        {
+            "fileSize": {"type": "integer", "description": "bytes"},
+            "owner": {
+                "type": "object",
+                "required": ["userId"],
+                "properties": {"userId": {"type": "string"}, "nick": {"type": "string"}},
+            },
+        }
+    )
+
+    assert [(f.path, f.column, f.required) for f in found.fields] == [
+        ("eventId", "event_id", True),
+        ("eventType", "event_type", True),
+        ("data.fileSize", "file_size", True),
+        ("data.owner.userId", "user_id", True),
+        ("data.owner.nick", "nick", False),
+    ]
+    assert found.field("data.fileSize").description == "bytes"
+
+
+def test_struct_arrays_of_objects_and_column_renames():
+    address = {"type": "object", "properties": {"zip": {"type": "string"}}}
+    found = event(
+        {
+            "home": {**address, "x-jsl-type": "struct"},
+            "lines": {"type": "array", "items": address},
+            "id": {"type": "string", "x-jsl-column": "thing_id"},
+        }
+    )
+
+    assert found.field("data.home").type.spark_sql == "struct<zip:string>"
+    assert found.field("data.lines").type.spark_sql == "array<struct<zip:string>>"
+    assert found.field("data.id").column == "thing_id"
+
+
+def test_keywords_become_constraints_with_rule_names_and_severities():
+    found = event(
+        {
+            "n": {"type": "integer", "minimum": 1, "maximum": 5, "x-jsl-severity": "block"},
+            "code": {
+                "type": "string",
+                "pattern": "^[a-z]+$",
+                "maxLength": 8,
+                "x-jsl-rule": {"pattern": "code_lower"},
+            },
+            "kind": {"type": "string", "const": "k"},
+            "id": {"type": "string", "format": "uuid", "x-jsl-rule": "id_uuid"},
+            "at": {"type": "string", "format": "date-time", "x-jsl-not-in-future": "PT1M"},
+            "when": {"type": "string", "format": "date-time", "x-jsl-type": "string"},
+        }
+    )
+    constraints = {f.column: f.constraints for f in found.fields}
+
+    assert constraints["n"] == (Range(minimum=1, maximum=5, severity=Severity.BLOCK),)
+    assert constraints["code"] == (
+        Pattern(regex="^[a-z]+$", rule="code_lower"),
+        MaxLength(length=8),
+    )
+    assert constraints["kind"] == (AllowedValues(values=("k",)),)
+    assert constraints["id"] == (Format(format=StringFormat.UUID, rule="id_uuid"),)
+    assert constraints["at"] == (NotInFuture(skew=dt.timedelta(minutes=1)),)
+    assert constraints["when"] == (Format(format=StringFormat.DATE_TIME),)
+    assert constraints["event_type"] == ()  # the discriminator's const names the event type
+
+
+def test_additional_properties_false_everywhere_rejects_unknown_fields():
+    strict = schema({"x": {"type": "string"}}, additionalProperties=False)
+    strict["properties"]["data"]["additionalProperties"] = False
+    contract = contract_from_json_schemas({"t": strict}, envelope=ENVELOPE)
+    kept = event({"x": {"type": "string"}}, **{"x-jsl-unknown-fields": "keep"})
+
+    assert contract.event_type("Thing").unknown_fields is UnknownFields.REJECT
+    assert kept.unknown_fields is UnknownFields.KEEP
+    assert event({"x": {"type": "string"}}).unknown_fields is UnknownFields.IGNORE
+    assert "additionalProperties: false here but not on every object" in error(
+        {"x": {"type": "string"}}, additionalProperties=False
+    )
+
+
+def test_refs_resolve_inside_the_document_and_errors_name_where_the_target_is():
+    root = schema({"x": {"$ref": "#/$defs/Code"}})
+    root["$defs"] = {"Code": {"type": "string", "oneOf": []}}
+
+    with pytest.raises(ContractError) as raised:
+        contract_from_json_schemas({"t": root}, envelope=ENVELOPE, source="t.json")
+
+    assert str(raised.value).startswith("t.json[t]: #/$defs/Code/oneOf: unsupported JSON Schema")
+    root["$defs"]["Code"] = {"type": "string", "maxLength": 3}
+    found = contract_from_json_schemas({"t": root}, envelope=ENVELOPE).event_type("Thing")
+    assert found.field("data.x").constraints == (MaxLength(length=3),)
+
+
+@pytest.mark.parametrize(
+    "keyword",
+    ["oneOf", "anyOf", "allOf", "not", "if", "then", "else", "patternProperties",
+     "dependentSchemas", "exclusiveMinimum", "minLength", "x-jsl-typo"],
+)  # fmt: skip
+def test_an_unsupported_keyword_fails_with_its_schema_path(keyword):
+    text = error({"x": {"type": "string", keyword: {}}})
+
+    assert f"#/properties/data/properties/x/{keyword}: unsupported JSON Schema keyword" in text
+
+
+@pytest.mark.parametrize(
+    ("prop", "where", "message"),
+    [
+        ({"$ref": "other.json#/A"}, "x/$ref", "points outside this document"),
+        ({"$ref": "#/$defs/Missing"}, "x/$ref", "points to nothing in this document"),
+        ({"type": "string", "format": "uri"}, "x/format", "unsupported format 'uri'"),
+        ({"type": "integer", "format": "int8"}, "x/format", "unsupported integer format"),
+        ({"type": ["string", "integer"]}, "x/type", "only one type (or one and null)"),
+        ({"type": "object"}, "x", "an object without properties needs additionalProperties"),
+        ({"type": "array"}, "x/items", "an array needs `items` with one schema"),
+        ({"description": "no type"}, "x", "the schema has no type"),
+        ({"type": "number", "x-jsl-type": "decimal(50,1)"}, "x/x-jsl-type", "precision"),
+        ({"type": "string", "pattern": "(("}, "x/pattern", "invalid regular expression"),
+        ({"type": "integer", "minimum": 3, "maximum": 1}, "x/maximum", "minimum 3 is greater"),
+        ({"type": "string", "maxLength": -1}, "x/maxLength", "max_length must be a positive"),
+        ({"type": "string", "x-jsl-severity": "loud", "pattern": "a"}, "x/x-jsl-severity", ""),
+        ({"type": "string", "x-jsl-rule": "r"}, "x/x-jsl-rule", "needs exactly one constraint"),
+        ({"type": "string", "x-jsl-column": "a b"}, "x/x-jsl-column", "not a plain identifier"),
+    ],
+)
+def test_a_bad_property_fails_with_its_schema_path(prop, where, message):
+    text = error({"x": prop})
+
+    assert f"#/properties/data/properties/{where}: " in text
+    assert message in text
+
+
+def test_a_column_collision_names_both_schema_paths():
+    text = error({"id": {"type": "string"}, "eventId": {"type": "string"}})
+
+    assert "#/properties/data/properties/eventId: two properties land in column 'event_id'" in text
+    assert "and #/properties/eventId; set x-jsl-column on one" in text
+
+
+def test_the_discriminator_needs_a_const():
+    root = schema({"x": {"type": "string"}})
+    del root["properties"]["eventType"]["const"]
+
+    with pytest.raises(ContractError, match="#/properties/eventType: the discriminator eventType"):
+        contract_from_json_schemas({"t": root}, envelope=ENVELOPE)
+
+
+def test_schema_files_are_read_with_lines_and_named_by_their_stem(tmp_path):
+    path = tmp_path / "Reading.schema.yaml"
+    path.write_text("type: object\nproperties:\n  value:\n    type: number\n    anyOf: []\n")
+
+    with pytest.raises(ContractError) as raised:
+        read_json_schemas([path], subjects={"Reading": ["sensors.reading"]})
+
+    assert str(raised.value).startswith(f"{path}:5: #/properties/value/anyOf: unsupported")
+    path.write_text("type: object\nproperties:\n  value: {type: number}\n")
+    contract = read_json_schemas([path], subjects={"Reading": ["sensors.reading"]})
+    assert contract.event_type("Reading").table == "silver/reading"
