@@ -1,0 +1,89 @@
+"""`build_stream_defs`: one declared stream becomes its bronze assets, jobs, sensors and checks,
+with every name derived from the stream and its ingests, and a second stream merges beside the
+first without a clash."""
+
+from __future__ import annotations
+
+import pytest
+from dagster import AssetKey, Definitions
+
+from pipelines.file_trash.topology import AUDIT_LOG, BRONZE_FILE_EVENTS, FILE_EVENTS
+from pipelines.ingest.spec import IngestSpec
+from pipelines.streams import BronzeIngest, build_stream, build_stream_defs
+from resources.jetstream import JetStreamResource, StreamSpec
+from resources.lakehouse import LakehouseResource
+from resources.spark import SparkResource
+
+ORDERS = StreamSpec(name="ORDERS", subjects=("orders.>",), description="Orders.")
+ORDER_EVENTS = IngestSpec(
+    name="order_events", stream="ORDERS", durable="orders-bronze", table="bronze/order_events"
+)
+RESOURCES = {
+    "jetstream": JetStreamResource(),
+    "spark": SparkResource(),
+    "lakehouse": LakehouseResource(root="/tmp/lakehouse"),
+}
+
+
+def names(defs: Definitions) -> dict[str, set[str]]:
+    """The names of what `defs` holds (resolved with the resources the jobs need)."""
+    defs = Definitions.merge(defs, Definitions(resources=RESOURCES))
+    return {
+        "assets": {key.to_user_string() for key in defs.resolve_all_asset_keys()},
+        "jobs": {job.name for job in defs.jobs or []},
+        "sensors": {sensor.name for sensor in defs.sensors or []},
+        "checks": {
+            f"{key.asset_key.to_user_string()}:{key.name}"
+            for key in defs.resolve_asset_graph().asset_check_keys
+        },
+    }
+
+
+def test_a_stream_gets_its_assets_jobs_sensors_and_checks_named_after_it() -> None:
+    built = build_stream(
+        FILE_EVENTS,
+        [BronzeIngest(BRONZE_FILE_EVENTS, replay=True), BronzeIngest(AUDIT_LOG, "audit")],
+    )
+
+    assert names(built.defs) == {
+        "assets": {"jetstream/FILE_EVENTS", "bronze/file_events", "audit/audit_log"},
+        "jobs": {"ingest_file_events", "ingest_audit_log", "replay_file_events"},
+        "sensors": {
+            "file_events_stream_sensor",
+            "audit_log_stream_sensor",
+            "observe_FILE_EVENTS",
+            "file_events_replay_requests",
+        },
+        "checks": {"bronze/file_events:consumer_lag", "audit/audit_log:consumer_lag"},
+    }
+    assert built.tables == ("bronze/file_events", "audit/audit_log")
+    assert built.bronze_assets["audit_log"].group_names_by_key == {
+        AssetKey(["audit", "audit_log"]): "audit"
+    }
+
+
+def test_a_second_stream_merges_beside_the_first_and_loads() -> None:
+    merged = Definitions.merge(
+        build_stream_defs(FILE_EVENTS, [BronzeIngest(BRONZE_FILE_EVENTS)]),
+        build_stream_defs(ORDERS, [BronzeIngest(ORDER_EVENTS, replay=True)]),
+    )
+
+    Definitions.validate_loadable(Definitions.merge(merged, Definitions(resources=RESOURCES)))
+    assert {"jetstream/ORDERS", "bronze/order_events"} <= names(merged)["assets"]
+    assert "ingest_order_events" in names(merged)["jobs"]
+
+
+@pytest.mark.parametrize(
+    ("ingests", "message"),
+    [
+        ([], "declare at least one ingest"),
+        ([BronzeIngest(ORDER_EVENTS)], "reads stream 'ORDERS', not 'FILE_EVENTS'"),
+        (
+            [BronzeIngest(BRONZE_FILE_EVENTS), BronzeIngest(BRONZE_FILE_EVENTS, "audit")],
+            "two ingests share the name 'file_events'",
+        ),
+    ],
+)
+def test_a_stream_declared_wrong_is_refused_naming_what(ingests, message) -> None:
+    with pytest.raises(ValueError, match=message):
+        build_stream_defs(FILE_EVENTS, ingests)
