@@ -1,0 +1,247 @@
+"""Bronze payloads parsed into a checked frame, typed as a contract says (no Python per stream).
+
+A payload is parsed once into a VARIANT and every path the contract names is looked up with
+its JSON type (`schema_of_variant`), which tells a missing or null field
+(`required_fields_present`) from one of the wrong type (`field_types_valid`); see
+`pipelines.silver.variant_types` for what each contract type accepts. `parse_json` ignores
+what follows the first JSON value, so the text is parsed wrapped in `[...]` (exactly one
+value inside) and must end with `}`.
+
+Missing and mistyped, precisely: a required field absent or JSON null is missing; a present
+field of the wrong type is mistyped. An object on the way to a field (`data` of
+`data.orderId`) that is present but not an object is mistyped itself, and its fields are not
+reported; a struct field's members are judged only when the struct is an object. The columns
+added are listed in `pipelines.silver.layout`.
+"""
+
+from __future__ import annotations
+
+import re
+
+from pyspark.sql import Column, DataFrame
+from pyspark.sql import functions as F
+from pyspark.sql.types import ArrayType, StringType
+
+from pipelines.contract import Contract, EventType, Field, TypeKind, UnknownFields
+from pipelines.silver import layout
+from pipelines.silver.layout import (
+    EVENT_ID,
+    EVENT_TYPE,
+    MISSING_FIELDS,
+    MISTYPED_FIELDS,
+    PAYLOAD_PROBLEM,
+    Spot,
+)
+from pipelines.silver.variant_types import conforms, expected, json_path, present, typed
+
+
+def _no_paths() -> Column:
+    return F.array().cast(ArrayType(StringType()))
+
+
+def _no_fields() -> Column:
+    return F.create_map().cast("map<string,string>")
+
+
+def _payload_problem(text: Column, doc: Column, extra: Column) -> Column:
+    kind = F.schema_of_variant(doc)
+    other = (
+        F.when(kind.startswith("ARRAY"), "a JSON array")
+        .when(kind == "STRING", "a JSON string")
+        .when(kind == "VOID", "JSON null")
+        .when(kind == "BOOLEAN", "a JSON boolean")
+        .otherwise("a JSON number")
+    )
+    return (
+        F.when(F.length(text) == 0, F.lit("payload is empty"))
+        .when(~F.is_valid_utf8(text), F.lit("payload is not valid UTF-8"))
+        .when(doc.isNull() | extra.isNotNull(), F.lit("payload is not valid JSON"))
+        .when(
+            ~kind.startswith("OBJECT"),
+            F.concat(F.lit("payload is "), other, F.lit(", not an object")),
+        )
+        .when(~text.rlike(r"\}\s*$"), F.lit("payload has content after the JSON object"))
+    )
+
+
+class _Columns:
+    """Names of the temporary per-path columns: `_v` value, `_k` JSON type, `_t` typed value."""
+
+    def __init__(self, contract: Contract) -> None:
+        self.paths = {path: n for n, path in enumerate(layout.all_paths(contract))}
+        self.types: dict[tuple[str, str], str] = {}
+        for event in contract.event_types:
+            for spot in layout.spots(event.fields):
+                key = (spot.path, str(spot.field.type))
+                self.types.setdefault(key, f"_t{len(self.types)}")
+
+    def value(self, path: str) -> Column:
+        return F.col(f"_v{self.paths[path]}")
+
+    def kind(self, path: str) -> Column:
+        return F.col(f"_k{self.paths[path]}")
+
+    def typed(self, spot: Spot) -> Column:
+        return F.col(self.types[(spot.path, str(spot.field.type))])
+
+    def temporary(self) -> list[str]:
+        names = [f"_{kv}{n}" for n in self.paths.values() for kv in "vk"]
+        return [*names, *self.types.values()]
+
+
+def _is_object(kind: Column) -> Column:
+    return F.coalesce(kind.startswith("OBJECT"), F.lit(False))
+
+
+def _problems(cols: _Columns, fields: tuple[Field, ...]) -> tuple[Column, Column]:
+    """(missing paths, mistyped paths) of `fields`, as array<string> Columns."""
+    missing, mistyped = [], []
+    spots = layout.spots(fields)
+    struct_paths = {s.path for s in spots if s.field.type.kind is TypeKind.STRUCT}
+    parents = {p: None for s in spots for p in layout.prefixes(s.path) if p not in struct_paths}
+    for parent in parents:
+        kind = cols.kind(parent)
+        bad = present(kind) & ~_is_object(kind)
+        mistyped.append(F.when(bad, F.lit(f"{parent} (expected an object)")))
+    for spot in spots:
+        kind = cols.kind(spot.path)
+        # Reachable: every struct around it is an object, no other parent is a non-object.
+        reachable = F.lit(True)
+        for parent in layout.prefixes(spot.path):
+            parent_kind = cols.kind(parent)
+            if parent in struct_paths:
+                reachable = reachable & _is_object(parent_kind)
+            else:
+                reachable = reachable & ~(present(parent_kind) & ~_is_object(parent_kind))
+        if spot.field.required:
+            missing.append(F.when(reachable & ~present(kind), F.lit(spot.path)))
+        kind_of = spot.field.type.kind
+        if kind_of in (TypeKind.STRUCT, TypeKind.ARRAY, TypeKind.MAP):
+            ok = conforms(cols.value(spot.path), kind, spot.field.type)
+        else:
+            ok = cols.typed(spot).isNotNull()
+        text = f"{spot.path} (expected {expected(spot.field.type)})"
+        mistyped.append(F.when(present(kind) & ~ok, F.lit(text)))
+    as_array = lambda items: F.array_compact(F.array(*items)) if items else _no_paths()  # noqa: E731
+    return as_array(missing), as_array(mistyped)
+
+
+def _unknown_fields(doc: Column, event: EventType) -> Column:
+    """map<string,string>: each undeclared field's JSON path -> its value as JSON text."""
+    found = []
+    for container, declared in layout.containers(event).items():
+        where = json_path(container) if container else "$"
+        entries = F.try_variant_get(doc, where, "map<string,variant>")
+        keys = sorted(declared)
+        extra = F.map_filter(entries, lambda k, _, keys=keys: ~k.isin(*keys))
+        prefix = f"{container}." if container else ""
+        extra = F.transform_keys(extra, lambda k, _, prefix=prefix: F.concat(F.lit(prefix), k))
+        found.append(F.coalesce(F.transform_values(extra, lambda _, v: F.to_json(v)), _no_fields()))
+    return F.map_concat(*found)
+
+
+def subject_regex(subject: str) -> str:
+    """A NATS subject filter as a Java regular expression (`orders.*` -> `^orders\\.[^.]+\\z`)."""
+    tokens = [
+        "[^.]+" if token == "*" else ".+" if token == ">" else re.escape(token)
+        for token in subject.split(".")
+    ]
+    return "^" + r"\.".join(tokens) + r"\z"
+
+
+def _event_type(contract: Contract, cols: _Columns) -> Column:
+    path = contract.envelope.event_type
+    if path is not None:
+        return typed(cols.value(path), cols.kind(path), contract.event_types[0].field(path).type)
+    chosen = F.lit(None).cast("string")
+    for event in reversed(contract.event_types):
+        matches = [F.col("subject").rlike(subject_regex(s)) for s in event.subjects]
+        hit = matches[0]
+        for match in matches[1:]:
+            hit = hit | match
+        chosen = F.when(hit, F.lit(event.name)).otherwise(chosen)
+    return chosen
+
+
+def _by_type(contract: Contract, per_event: dict[str, Column], default: Column) -> Column:
+    chosen = None
+    for event in contract.event_types:
+        test = F.col(EVENT_TYPE) == event.name
+        chosen = (
+            F.when(test, per_event[event.name])
+            if chosen is None
+            else chosen.when(test, per_event[event.name])
+        )
+    return chosen.otherwise(default)
+
+
+def _event_id(contract: Contract, cols: _Columns) -> Column:
+    path = contract.envelope.event_id
+    if path is None:
+        return F.lit(None).cast("string")
+    per_event = {}
+    for event in contract.event_types:
+        spot = Spot(event.field(path), path, event.field(path).column)
+        per_event[event.name] = cols.typed(spot).cast("string")
+    common = {f.path: f for f in layout.common_fields(contract)}.get(path)
+    default = (
+        cols.typed(Spot(common, path, common.column)).cast("string")
+        if common is not None
+        else F.lit(None).cast("string")
+    )
+    return _by_type(contract, per_event, default)
+
+
+def parse_events(bronze: DataFrame, contract: Contract) -> DataFrame:
+    """Parses bronze payloads into the checked frame of `contract`, without duplicates judged.
+
+    Args:
+        bronze: rows with at least stream, seq, subject, published and payload
+            (`pipelines.ingest.bronze.BRONZE_SCHEMA`).
+        contract: the stream's event contract.
+
+    Returns:
+        The bronze columns plus the columns listed in `pipelines.silver.layout`: per event
+        type a struct of its typed columns (null where missing or mistyped), the event
+        type and id, the missing and mistyped paths, the payload problem and, for event
+        types that keep or reject them, the undeclared fields.
+    """
+    cols = _Columns(contract)
+    text = F.col("payload").cast("string")
+    wrapped = F.try_parse_json(F.concat(F.lit("["), text, F.lit("]")))
+    frame = bronze.withColumns({"_wrapped": wrapped, "_text": text})
+    doc, extra = (F.variant_get("_wrapped", f"$[{i}]", "variant") for i in (0, 1))
+    frame = frame.withColumns({"_doc": doc, "_extra": extra})
+    frame = frame.withColumns(
+        {
+            PAYLOAD_PROBLEM: _payload_problem(F.col("_text"), F.col("_doc"), F.col("_extra")),
+            **{
+                f"_v{n}": F.variant_get("_doc", json_path(p), "variant")
+                for p, n in cols.paths.items()
+            },
+        }
+    )
+    frame = frame.withColumns(
+        {f"_k{n}": F.schema_of_variant(f"_v{n}") for n in cols.paths.values()}
+    )
+    typed_values = {}
+    for event in contract.event_types:
+        for spot in layout.spots(event.fields):
+            name = cols.types[(spot.path, str(spot.field.type))]
+            typed_values[name] = typed(cols.value(spot.path), cols.kind(spot.path), spot.field.type)
+    frame = frame.withColumns(typed_values)
+    frame = frame.withColumn(EVENT_TYPE, _event_type(contract, cols))
+    problems = {e.name: _problems(cols, e.fields) for e in contract.event_types}
+    common = _problems(cols, layout.common_fields(contract))
+    added = {
+        EVENT_ID: _event_id(contract, cols),
+        MISSING_FIELDS: _by_type(contract, {k: v[0] for k, v in problems.items()}, common[0]),
+        MISTYPED_FIELDS: _by_type(contract, {k: v[1] for k, v in problems.items()}, common[1]),
+    }
+    for event in contract.event_types:
+        members = [cols.typed(Spot(f, f.path, f.column)).alias(f.column) for f in event.fields]
+        added[layout.event_struct(contract, event.name)] = F.struct(*members)
+        if event.unknown_fields in (UnknownFields.KEEP, UnknownFields.REJECT):
+            added[layout.unknown_map(contract, event.name)] = _unknown_fields(F.col("_doc"), event)
+    frame = frame.withColumns(added)
+    return frame.drop("_wrapped", "_text", "_doc", "_extra", *cols.temporary())

@@ -1,0 +1,177 @@
+"""A checked frame routed to one silver table per event type and a quarantine, by the contract.
+
+Every bronze row ends up in exactly one output: a row of a declared event type that breaks
+no `quarantine`-severity rule lands in its event type's table (with its derived columns);
+every other row lands in quarantine with every rule it broke (any severity), a readable
+error, its payload and where it came from. `warn` and `block` rules never move a row: they
+are counted for the asset checks (`SilverBatch.candidates`, `rule_failures`).
+
+Derived columns are Spark SQL expressions over the table's columns (`deleted_at + INTERVAL
+30 DAYS`), evaluated with `F.expr` after typing, only on rows where every column the
+expression names is not null (else null), and cast to their declared type.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import re
+from dataclasses import dataclass
+
+from pyspark.sql import Column, DataFrame
+from pyspark.sql import functions as F
+
+from pipelines.contract import UNKNOWN_FIELDS_COLUMN, Contract, EventType, Severity, UnknownFields
+from pipelines.silver import layout
+from pipelines.silver.duplicates import mark_duplicates
+from pipelines.silver.layout import EVENT_ID, EVENT_TYPE, SOURCE_COLUMNS
+from pipelines.silver.rule_columns import failed_rules, failure_error, violations
+from pipelines.silver.schema import QUARANTINE_SCHEMA, silver_schema, spark_type
+
+QUARANTINED = "quarantined"  # candidates' column: whether the row goes to quarantine
+_LITERAL = re.compile(r"'(?:[^'\\]|\\.)*'|\"(?:[^\"\\]|\\.)*\"")
+_WORD = re.compile(r"`([^`]+)`|\b([A-Za-z_][A-Za-z0-9_]*)\b")
+
+
+@dataclass(frozen=True)
+class SilverBatch:
+    """What `route` makes of a checked frame.
+
+    Attributes:
+        tables: event type name -> its silver rows (`silver_schema` of the event type).
+        quarantine: every other row, with all the rules it broke (`QUARANTINE_SCHEMA`).
+        candidates: event type name -> every row of that type before the split: its silver
+            columns, `failed_rules` (every broken rule, any severity) and `quarantined`.
+    """
+
+    tables: dict[str, DataFrame]
+    quarantine: DataFrame
+    candidates: dict[str, DataFrame]
+
+
+def inputs(expression: str, columns: list[str]) -> list[str]:
+    """The `columns` a Spark SQL expression names (outside string literals), in its order."""
+    known = {c.lower(): c for c in columns}
+    found: dict[str, None] = {}
+    for match in _WORD.finditer(_LITERAL.sub(" ", expression)):
+        name = (match.group(1) or match.group(2)).lower()
+        if name in known:
+            found[known[name]] = None
+    return list(found)
+
+
+def _with_derived(rows: DataFrame, event: EventType) -> DataFrame:
+    for d in event.derived:
+        names = inputs(d.expression, rows.columns)
+        value = F.expr(d.expression)
+        if d.type is not None:
+            value = value.cast(spark_type(d.type))
+        if names:
+            ready = F.lit(True)
+            for name in names:
+                ready = ready & F.col(name).isNotNull()
+            value = F.when(ready, value)
+        rows = rows.withColumn(d.name, value)
+    return rows
+
+
+def _candidates(frame: DataFrame, contract: Contract, event: EventType) -> DataFrame:
+    struct = F.col(layout.event_struct(contract, event.name))
+    columns: list[Column] = [struct.getField(f.column).alias(f.column) for f in event.fields]
+    if event.unknown_fields is UnknownFields.KEEP:
+        unknown = F.col(layout.unknown_map(contract, event.name)).alias(UNKNOWN_FIELDS_COLUMN)
+        columns.append(unknown)
+    rows = frame.where(F.col(EVENT_TYPE) == event.name).select(
+        *columns, *SOURCE_COLUMNS, "run_id", "processed_at", "failed_rules", QUARANTINED
+    )
+    return _with_derived(rows, event)
+
+
+def _check_arguments(now: dt.datetime, run_id: str) -> None:
+    if now.tzinfo is None or now.utcoffset() is None:
+        raise ValueError(f"now must be timezone-aware (e.g. UTC), got the naive {now!r}")
+    if not isinstance(run_id, str) or not run_id:
+        raise ValueError(f"run_id must be a non-empty string, got {run_id!r}")
+
+
+def route(
+    checked: DataFrame,
+    contract: Contract,
+    existing: DataFrame | None = None,
+    *,
+    run_id: str,
+    now: dt.datetime,
+    source_table: str | None = None,
+) -> SilverBatch:
+    """De-duplicates, checks and routes a checked frame to silver tables and quarantine.
+
+    Routing is by event type (the discriminator, or the subject without one). Re-processing
+    a range with the same `existing`, `run_id` and `now` gives the same rows.
+
+    Args:
+        checked: the output of `pipelines.silver.parse.parse_events`.
+        contract: the stream's event contract.
+        existing: (event_type, event_id, stream, seq) of rows processed before (silver, and
+            quarantine rows with an event id), for `event_id_unique` across runs; None if
+            none. Only those whose key is in the batch matter (`colliding_keys`).
+        run_id: the run (or caller) processing the batch, recorded on every row.
+        now: the time of processing (timezone-aware): processed_at, quarantined_at.
+        source_table: the bronze table, recorded on quarantined rows.
+
+    Returns:
+        The silver rows per event type, the quarantine and the candidates per event type.
+
+    Raises:
+        ValueError: `now` is naive or `run_id` empty.
+    """
+    _check_arguments(now, run_id)
+    frame = mark_duplicates(checked, contract, existing)
+    broken = violations(contract)
+    stopping = [broken[r.name] for r in contract.rules if r.severity is Severity.QUARANTINE]
+    quarantined = F.lit(False)
+    for column in stopping:
+        quarantined = quarantined | column
+    frame = frame.withColumns(
+        {
+            "failed_rules": failed_rules(contract),
+            QUARANTINED: quarantined,
+            "run_id": F.lit(run_id),
+            "processed_at": F.lit(now),
+        }
+    )
+    tables, candidates = {}, {}
+    spark = checked.sparkSession
+    for event in contract.event_types:
+        schema = silver_schema(event, spark)
+        rows = _candidates(frame, contract, event)
+        candidates[event.name] = rows
+        tables[event.name] = rows.where(~F.col(QUARANTINED)).select(*schema.fieldNames()).to(schema)
+    quarantine = frame.where(F.col(QUARANTINED)).select(
+        *SOURCE_COLUMNS,
+        "payload",
+        F.col(EVENT_ID).alias("event_id"),
+        F.col(EVENT_TYPE).alias("event_type"),
+        "failed_rules",
+        failure_error(contract).alias("error"),
+        F.lit(source_table).cast("string").alias("source_table"),
+        "run_id",
+        F.lit(now).alias("quarantined_at"),
+    )
+    return SilverBatch(tables, quarantine.to(QUARANTINE_SCHEMA), candidates)
+
+
+def rule_failures(candidates: DataFrame, contract: Contract) -> dict[str, int]:
+    """How many rows of `candidates` break each rule (one aggregate; every rule listed).
+
+    Args:
+        candidates: a `SilverBatch.candidates` frame (or any frame with `failed_rules`).
+        contract: the stream's event contract.
+
+    Returns:
+        Rule name -> failing rows, in the contract's order.
+    """
+    sums = [
+        F.sum(F.array_contains("failed_rules", r.name).cast("long")).alias(f"_{n}")
+        for n, r in enumerate(contract.rules)
+    ]
+    row = candidates.agg(*sums).first()
+    return {r.name: int(row[f"_{n}"] or 0) for n, r in enumerate(contract.rules)}

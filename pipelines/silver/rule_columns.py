@@ -1,0 +1,256 @@
+"""A contract's rules as Spark Columns over a checked frame (`pipelines.silver.parse`).
+
+Each rule gives (broken, detail): the built-in ones read the checked frame's internal
+columns, each constraint rule the typed value of its column in every event type it applies
+to. A rule that cannot be evaluated (its field missing or mistyped, or a row of an event
+type it does not apply to) is not reported as broken: the missing or mistyped field is.
+When the payload is not a JSON object, only `parseable_json` is.
+
+`not_in_future` compares with the message's publish time (`published`, when the stream
+stored it) plus the rule's skew, so a row is judged the same however late it is processed.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import decimal
+
+from pyspark.sql import Column
+from pyspark.sql import functions as F
+
+from pipelines.contract import (
+    AllowedValues,
+    Contract,
+    Format,
+    MaxLength,
+    NotInFuture,
+    Pattern,
+    Range,
+    Rule,
+    Severity,
+    StringFormat,
+    TypeKind,
+)
+from pipelines.contract import rules as builtin
+from pipelines.silver import layout
+from pipelines.silver.layout import (
+    DUPLICATE_OF,
+    EVENT_ID,
+    EVENT_TYPE,
+    MISSING_FIELDS,
+    MISTYPED_FIELDS,
+    PAYLOAD_PROBLEM,
+)
+from pipelines.silver.variant_types import ISO_TIMESTAMP_FORMAT
+
+_FORMATS = {
+    StringFormat.UUID: r"^[0-9a-fA-F]{8}(-[0-9a-fA-F]{4}){3}-[0-9a-fA-F]{12}\z",
+    StringFormat.EMAIL: r"^[^@\s]+@[^@\s]+\.[^@\s.]+\z",
+}
+_MICROS_PER_DAY = 86_400_000_000
+
+
+def spark_pattern(pattern: str) -> str:
+    """`pattern` for Spark's `rlike` (Java), a final unescaped `$` made `\\z` (the very end).
+
+    Java's `$` also matches before a final line break, so `^user-[0-9]{3,}$` would accept
+    "user-001\\n"; Python's `re.fullmatch` and JSON Schema would not.
+    """
+    if not pattern.endswith("$"):
+        return pattern
+    backslashes = len(pattern[:-1]) - len(pattern[:-1].rstrip("\\"))
+    return pattern if backslashes % 2 else pattern[:-1] + r"\z"
+
+
+def plus(timestamp: Column, delta: dt.timedelta) -> Column:
+    """`timestamp + delta`, exact to the microsecond, whatever the session time zone."""
+    return F.timestamp_micros(
+        F.unix_micros(timestamp) + F.lit(delta // dt.timedelta(microseconds=1))
+    )
+
+
+def _iso(column: Column) -> Column:
+    return F.date_format(column, "yyyy-MM-dd'T'HH:mm:ss.SSSXXX")
+
+
+def _quoted(column: Column) -> Column:
+    return F.concat(F.lit("'"), column.cast("string"), F.lit("'"))
+
+
+def _literal(value: object, kind: TypeKind) -> Column:
+    if kind is TypeKind.DECIMAL:
+        return F.lit(decimal.Decimal(str(value)))
+    return F.lit(value)
+
+
+def _constraint(rule: Rule, value: Column, kind: TypeKind) -> tuple[Column, Column]:
+    """(broken, detail) of a constraint rule on the typed `value`."""
+    c, path = rule.constraint, rule.path
+    if isinstance(c, Range):
+        ok = F.lit(True)
+        if c.minimum is not None:
+            ok = ok & (value >= _literal(c.minimum, kind))
+        if c.maximum is not None:
+            ok = ok & (value <= _literal(c.maximum, kind))
+        low = "-inf" if c.minimum is None else c.minimum
+        high = "inf" if c.maximum is None else c.maximum
+        return ~ok, F.concat(
+            F.lit(f"{path} "), value.cast("string"), F.lit(f" is outside [{low}, {high}]")
+        )
+    if isinstance(c, Pattern):
+        return ~value.rlike(spark_pattern(c.regex)), F.concat(
+            F.lit(f"{path} "), _quoted(value), F.lit(f" does not match {c.regex}")
+        )
+    if isinstance(c, AllowedValues):
+        return ~value.isin(*c.values), F.concat(
+            F.lit(f"{path} "),
+            _quoted(value),
+            F.lit(f" is not one of {', '.join(map(str, c.values))}"),
+        )
+    if isinstance(c, MaxLength):
+        return F.length(value) > c.length, F.concat(
+            F.lit(f"{path} is "),
+            F.length(value).cast("string"),
+            F.lit(f" characters long, more than {c.length}"),
+        )
+    if isinstance(c, Format):
+        if c.format is StringFormat.DATE_TIME:
+            ok = F.try_to_timestamp(value, F.lit(ISO_TIMESTAMP_FORMAT)).isNotNull()
+        else:
+            ok = value.rlike(_FORMATS[c.format])
+        return ~ok, F.concat(
+            F.lit(f"{path} "), _quoted(value), F.lit(f" is not a valid {c.format}")
+        )
+    if isinstance(c, NotInFuture):
+        latest = plus(F.col("published"), c.skew)
+        if kind is TypeKind.DATE:
+            latest_day = F.date_from_unix_date(
+                F.floor(F.unix_micros(latest) / _MICROS_PER_DAY).cast("int")
+            )
+            return value > latest_day, F.concat(
+                F.lit(f"{path} "), value.cast("string"),
+                F.lit(" is after the day of its publish time + skew ("),
+                latest_day.cast("string"), F.lit(")"),
+            )  # fmt: skip
+        return value > latest, F.concat(
+            F.lit(f"{path} "), _iso(value), F.lit(" is later than its publish time + clock skew ("),
+            _iso(latest), F.lit(")"),
+        )  # fmt: skip
+    raise TypeError(f"rule {rule.name!r} has a constraint silver cannot check: {c!r}")
+
+
+def _value(contract: Contract, event: str, column: str) -> Column:
+    value = F.col(layout.event_struct(contract, event))
+    for part in column.split("."):
+        value = value.getField(part)
+    return value
+
+
+def _field_kind(contract: Contract, event: str, rule: Rule) -> TypeKind:
+    spot = next(s for s in layout.spots(contract.event_type(event).fields) if s.path == rule.path)
+    return spot.field.type.kind
+
+
+def _constraint_rule(contract: Contract, rule: Rule) -> tuple[Column, Column]:
+    broken, detail = F.lit(False), F.lit(None).cast("string")
+    for event in reversed(rule.applies_to):
+        value = _value(contract, event, rule.column)
+        check, text = _constraint(rule, value, _field_kind(contract, event, rule))
+        here = F.col(EVENT_TYPE) == event
+        broken = F.when(here, check).otherwise(broken)
+        detail = F.when(here, text).otherwise(detail)
+    return broken, detail
+
+
+def _unknown_rule(contract: Contract, rule: Rule) -> tuple[Column, Column]:
+    broken, detail = F.lit(False), F.lit(None).cast("string")
+    for event in reversed(rule.applies_to):
+        names = F.array_sort(F.map_keys(F.col(layout.unknown_map(contract, event))))
+        here = F.col(EVENT_TYPE) == event
+        broken = F.when(here, F.size(names) > 0).otherwise(broken)
+        detail = F.when(here, F.concat(F.lit("undeclared: "), F.array_join(names, ", "))).otherwise(
+            detail
+        )
+    return broken, detail
+
+
+def _builtin(contract: Contract, rule: Rule) -> tuple[Column, Column]:
+    envelope, names = contract.envelope, [e.name for e in contract.event_types]
+    event_type, missing, mistyped = F.col(EVENT_TYPE), F.col(MISSING_FIELDS), F.col(MISTYPED_FIELDS)
+    if rule.name == builtin.PARSEABLE_JSON:
+        return F.col(PAYLOAD_PROBLEM).isNotNull(), F.col(PAYLOAD_PROBLEM)
+    if rule.name == builtin.KNOWN_EVENT_TYPE:
+        known = ", ".join(names)
+        detail = F.when(
+            event_type.isNull(), F.lit(f"{envelope.event_type} is not a string; expected {known}")
+        ).otherwise(
+            F.concat(
+                F.lit(f"{envelope.event_type} "), _quoted(event_type), F.lit(f" is not {known}")
+            )
+        )
+        return ~F.coalesce(event_type.isin(*names), F.lit(False)), detail
+    if rule.name == builtin.REQUIRED_FIELDS_PRESENT:
+        return F.size(missing) > 0, F.concat(
+            F.lit("missing or null: "), F.array_join(missing, ", ")
+        )
+    if rule.name == builtin.FIELD_TYPES_VALID:
+        return F.size(mistyped) > 0, F.concat(F.lit("wrong type: "), F.array_join(mistyped, ", "))
+    if rule.name == builtin.EVENT_ID_UNIQUE:
+        first = F.col(DUPLICATE_OF)
+        return first.isNotNull(), F.concat(
+            F.lit(f"{envelope.event_id} "), _quoted(F.col(EVENT_ID)),
+            F.lit(" was first seen in stream "),
+            _quoted(first["stream"]), F.lit(" at seq "), first["seq"].cast("string"),
+            F.lit("; this later copy is not kept"),
+        )  # fmt: skip
+    return _unknown_rule(contract, rule)
+
+
+def checks(contract: Contract) -> dict[str, tuple[Column, Column]]:
+    """Per rule name, in the contract's order: (broken, detail) on a checked frame.
+
+    `event_id_unique` reads `_duplicate_of` (`pipelines.silver.duplicates.mark_duplicates`).
+    """
+    return {
+        rule.name: _builtin(contract, rule) if rule.builtin else _constraint_rule(contract, rule)
+        for rule in contract.rules
+    }
+
+
+def violations(contract: Contract) -> dict[str, Column]:
+    """One boolean Column per rule name, true where a row breaks it; never null.
+
+    Args:
+        contract: the stream's event contract.
+
+    Returns:
+        The Columns, keyed and ordered like `contract.rules`.
+    """
+    parsed = F.col(PAYLOAD_PROBLEM).isNull()
+    result = {}
+    for name, (broken, _) in checks(contract).items():
+        broken = F.coalesce(broken, F.lit(False))
+        result[name] = broken if name == builtin.PARSEABLE_JSON else parsed & broken
+    return result
+
+
+def failed_rules(contract: Contract, severities: tuple[Severity, ...] | None = None) -> Column:
+    """array<string>: the rules a row breaks, in the contract's order (empty if none).
+
+    Args:
+        contract: the stream's event contract.
+        severities: only rules of these severities; None for all.
+    """
+    broken = violations(contract)
+    rules = [r for r in contract.rules if severities is None or r.severity in severities]
+    return F.array_compact(F.array(*(F.when(broken[r.name], F.lit(r.name)) for r in rules)))
+
+
+def failure_error(contract: Contract) -> Column:
+    """A readable explanation: `<rule>: <detail>` per broken rule, joined by `; `."""
+    broken, found = violations(contract), checks(contract)
+    parts = (
+        F.when(broken[r.name], F.concat(F.lit(f"{r.name}: "), found[r.name][1]))
+        for r in contract.rules
+    )
+    return F.concat_ws("; ", *parts)
