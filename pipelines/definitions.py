@@ -3,11 +3,20 @@ resources together."""
 
 from __future__ import annotations
 
-from dagster import AssetSelection, Definitions, define_asset_job, in_process_executor
+from pathlib import Path
+
+from dagster import (
+    AssetSelection,
+    Definitions,
+    define_asset_job,
+    in_process_executor,
+    load_from_defs_folder,
+)
 
 from assets.downstream import file_trashed_events
 from assets.gold import gold_file_trash
 from assets.silver import silver_file_events
+from pipelines.default_resources import default_resources
 from pipelines.file_trash.topology import (
     AUDIT_LOG,
     BRONZE_FILE_EVENTS,
@@ -20,10 +29,6 @@ from pipelines.maintenance import maintain_delta_tables
 from pipelines.schedules import daily_gold_job, daily_gold_schedule, delta_maintenance_schedule
 from pipelines.settings import Settings
 from pipelines.streams import BronzeIngest, build_stream
-from resources.jetstream import JetStreamResource
-from resources.lakehouse import LakehouseResource
-from resources.quality import DataQualityResource
-from resources.spark import SparkResource
 
 settings = Settings.from_env()
 
@@ -56,9 +61,11 @@ file_trash_pipeline_job = define_asset_job(
     description="Everything: the ingests, silver with its checks, gold, downstream events.",
 )
 
-# One Definitions at module scope (the code location's): the domain's is built inline.
+# One Definitions at module scope (the code location's): the domain's is built inline, and
+# the streams declared as components (pipelines/defs/*/defs.yaml) are loaded beside it.
 defs = Definitions.merge(
     file_events.defs,
+    load_from_defs_folder(path_within_project=Path(__file__).parent),
     Definitions(
         assets=FILE_TRASH_ASSETS,
         jobs=[
@@ -71,11 +78,6 @@ defs = Definitions.merge(
         # One process, so one Spark JVM, per run: the default multiprocess executor would start a
         # JVM (and resolve the Delta jars) for every step, which costs more than it saves here.
         executor=in_process_executor,
-        resources={
-            "jetstream": JetStreamResource.from_env(),
-            "spark": SparkResource(table_root=settings.lakehouse_root),
-            "lakehouse": LakehouseResource(root=settings.lakehouse_root),
-            "quality": DataQualityResource(),
-        },
+        resources=default_resources(),
     ),
 )
