@@ -38,6 +38,13 @@ RUN_HERE = {
 # Run by another test: the command -> the test module that runs it (or what it runs).
 RUN_ELSEWHERE = {
     "make demo": "tests/pipelines/test_demo.py",  # runs `python -m pipelines.cli demo`
+    # in a fresh dg project that registers the component (docs/components.md)
+    "dg list components": "tests/pipelines/components/test_stream_component.py",
+    "dg scaffold defs pipelines.components.JetStreamStream orders --stream ORDERS": (
+        "tests/pipelines/components/test_stream_component.py"
+    ),
+    "dg check defs": "tests/pipelines/components/test_stream_component.py",
+    "dg list defs": "tests/pipelines/components/test_stream_component.py",
     "make test": ".ci/run",  # this suite
     "make dev": "tests/ui/test_cli.py",
     "DAGSTER_WEBSERVER_PORT=3001 make dev": "tests/ui/test_cli.py",
