@@ -126,17 +126,24 @@ def _problems(cols: _Columns, fields: tuple[Field, ...]) -> tuple[Column, Column
     return as_array(missing), as_array(mistyped)
 
 
+def _undeclared(keys: list[str]):
+    return lambda key, _: ~key.isin(*keys)
+
+
+def _prefixed(prefix: str):
+    return lambda key, _: F.concat(F.lit(prefix), key)
+
+
 def _unknown_fields(doc: Column, event: EventType) -> Column:
     """map<string,string>: each undeclared field's JSON path -> its value as JSON text."""
     found = []
     for container, declared in layout.containers(event).items():
         where = json_path(container) if container else "$"
         entries = F.try_variant_get(doc, where, "map<string,variant>")
-        keys = sorted(declared)
-        extra = F.map_filter(entries, lambda k, _, keys=keys: ~k.isin(*keys))
-        prefix = f"{container}." if container else ""
-        extra = F.transform_keys(extra, lambda k, _, prefix=prefix: F.concat(F.lit(prefix), k))
-        found.append(F.coalesce(F.transform_values(extra, lambda _, v: F.to_json(v)), _no_fields()))
+        extra = F.map_filter(entries, _undeclared(sorted(declared)))
+        extra = F.transform_keys(extra, _prefixed(f"{container}." if container else ""))
+        as_text = F.transform_values(extra, lambda _, value: F.to_json(value))
+        found.append(F.coalesce(as_text, _no_fields()))
     return F.map_concat(*found)
 
 
