@@ -18,7 +18,13 @@ See docs/silver.md.
 from pipelines.silver.duplicates import colliding_keys, event_keys, mark_duplicates
 from pipelines.silver.parse import parse_events, subject_regex
 from pipelines.silver.route import QUARANTINED, SilverBatch, route, rule_failures
-from pipelines.silver.rule_columns import failed_rules, failure_error, spark_pattern, violations
+from pipelines.silver.rule_columns import (
+    failed_rules,
+    failure_error,
+    silver_rules,
+    spark_pattern,
+    violations,
+)
 from pipelines.silver.schema import QUARANTINE_SCHEMA, silver_schema, spark_type, table_schema
 
 __all__ = [
@@ -33,6 +39,7 @@ __all__ = [
     "parse_events",
     "route",
     "rule_failures",
+    "silver_rules",
     "silver_schema",
     "spark_pattern",
     "spark_type",

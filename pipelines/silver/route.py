@@ -24,7 +24,7 @@ from pipelines.contract import UNKNOWN_FIELDS_COLUMN, Contract, EventType, Sever
 from pipelines.silver import layout
 from pipelines.silver.duplicates import mark_duplicates
 from pipelines.silver.layout import EVENT_ID, EVENT_TYPE, SOURCE_COLUMNS
-from pipelines.silver.rule_columns import failed_rules, failure_error, violations
+from pipelines.silver.rule_columns import failed_rules, failure_error, silver_rules, violations
 from pipelines.silver.schema import QUARANTINE_SCHEMA, silver_schema, spark_type
 
 QUARANTINED = "quarantined"  # candidates' column: whether the row goes to quarantine
@@ -126,7 +126,8 @@ def route(
     _check_arguments(now, run_id)
     frame = mark_duplicates(checked, contract, existing)
     broken = violations(contract)
-    stopping = [broken[r.name] for r in contract.rules if r.severity is Severity.QUARANTINE]
+    rules = silver_rules(contract)
+    stopping = [broken[r.name] for r in rules if r.severity is Severity.QUARANTINE]
     quarantined = F.lit(False)
     for column in stopping:
         quarantined = quarantined | column
@@ -167,11 +168,12 @@ def rule_failures(candidates: DataFrame, contract: Contract) -> dict[str, int]:
         contract: the stream's event contract.
 
     Returns:
-        Rule name -> failing rows, in the contract's order.
+        Rule name -> failing rows, in `silver_rules` order.
     """
+    rules = silver_rules(contract)
     sums = [
         F.sum(F.array_contains("failed_rules", r.name).cast("long")).alias(f"_{n}")
-        for n, r in enumerate(contract.rules)
+        for n, r in enumerate(rules)
     ]
     row = candidates.agg(*sums).first()
-    return {r.name: int(row[f"_{n}"] or 0) for n, r in enumerate(contract.rules)}
+    return {r.name: int(row[f"_{n}"] or 0) for n, r in enumerate(rules)}

@@ -179,6 +179,12 @@ def _builtin(contract: Contract, rule: Rule) -> tuple[Column, Column]:
     event_type, missing, mistyped = F.col(EVENT_TYPE), F.col(MISSING_FIELDS), F.col(MISTYPED_FIELDS)
     if rule.name == builtin.PARSEABLE_JSON:
         return F.col(PAYLOAD_PROBLEM).isNotNull(), F.col(PAYLOAD_PROBLEM)
+    if rule.name == builtin.KNOWN_EVENT_TYPE and envelope.event_type is None:
+        subjects = "; ".join(f"{e.name}: {', '.join(e.subjects)}" for e in contract.event_types)
+        detail = F.concat(
+            F.lit("subject "), _quoted(F.col("subject")), F.lit(f" is none of ({subjects})")
+        )
+        return event_type.isNull(), detail
     if rule.name == builtin.KNOWN_EVENT_TYPE:
         known = ", ".join(names)
         detail = F.when(
@@ -206,14 +212,32 @@ def _builtin(contract: Contract, rule: Rule) -> tuple[Column, Column]:
     return _unknown_rule(contract, rule)
 
 
+def silver_rules(contract: Contract) -> tuple[Rule, ...]:
+    """The rules silver checks: the contract's, and without a discriminator one more.
+
+    A contract without `envelope.event_type` tells event types apart by subject; a row on a
+    subject no event type lists has no table, so it breaks `known_event_type` too.
+    """
+    if contract.envelope.event_type is not None:
+        return contract.rules
+    every = tuple(e.name for e in contract.event_types)
+    by_subject = Rule(
+        builtin.KNOWN_EVENT_TYPE,
+        "The message's subject matches the subjects of a declared event type.",
+        every,
+    )
+    first, *others = contract.rules
+    return (first, by_subject, *others)
+
+
 def checks(contract: Contract) -> dict[str, tuple[Column, Column]]:
-    """Per rule name, in the contract's order: (broken, detail) on a checked frame.
+    """Per rule name, in `silver_rules` order: (broken, detail) on a checked frame.
 
     `event_id_unique` reads `_duplicate_of` (`pipelines.silver.duplicates.mark_duplicates`).
     """
     return {
         rule.name: _builtin(contract, rule) if rule.builtin else _constraint_rule(contract, rule)
-        for rule in contract.rules
+        for rule in silver_rules(contract)
     }
 
 
@@ -224,7 +248,7 @@ def violations(contract: Contract) -> dict[str, Column]:
         contract: the stream's event contract.
 
     Returns:
-        The Columns, keyed and ordered like `contract.rules`.
+        The Columns, keyed and ordered like `silver_rules(contract)`.
     """
     parsed = F.col(PAYLOAD_PROBLEM).isNull()
     result = {}
@@ -235,14 +259,15 @@ def violations(contract: Contract) -> dict[str, Column]:
 
 
 def failed_rules(contract: Contract, severities: tuple[Severity, ...] | None = None) -> Column:
-    """array<string>: the rules a row breaks, in the contract's order (empty if none).
+    """array<string>: the rules a row breaks, in `silver_rules` order (empty if none).
 
     Args:
         contract: the stream's event contract.
         severities: only rules of these severities; None for all.
     """
     broken = violations(contract)
-    rules = [r for r in contract.rules if severities is None or r.severity in severities]
+    rules = silver_rules(contract)
+    rules = [r for r in rules if severities is None or r.severity in severities]
     return F.array_compact(F.array(*(F.when(broken[r.name], F.lit(r.name)) for r in rules)))
 
 
@@ -251,6 +276,6 @@ def failure_error(contract: Contract) -> Column:
     broken, found = violations(contract), checks(contract)
     parts = (
         F.when(broken[r.name], F.concat(F.lit(f"{r.name}: "), found[r.name][1]))
-        for r in contract.rules
+        for r in silver_rules(contract)
     )
     return F.concat_ws("; ", *parts)
