@@ -1,0 +1,73 @@
+"""Silver Delta schemas from a contract: columns, types, comments, Dagster's column schema."""
+
+import datetime as dt
+
+from dagster import TableColumn, TableSchema
+
+from pipelines.contract import read_contract
+from pipelines.file_trash import silver as file_trash_silver
+from pipelines.ingest.bronze import BRONZE_SCHEMA
+from pipelines.settings import PROJECT_DIR
+from pipelines.silver import QUARANTINE_SCHEMA, parse_events, route, silver_schema, table_schema
+
+ORDERS = read_contract(PROJECT_DIR / "tests/pipelines/contract/fixtures/orders.yaml")
+FILE_TRASH = read_contract(PROJECT_DIR / "pipelines/file_trash/contract.yaml")
+NOW = dt.datetime(2026, 11, 21, 12, 0, tzinfo=dt.UTC)
+
+
+def shape(schema) -> list[tuple[str, str]]:
+    return [(f.name, f.dataType.simpleString()) for f in schema.fields]
+
+
+def test_orders_tables_have_fields_derived_source_and_run_columns(spark):
+    placed = silver_schema(ORDERS.event_type("OrderPlaced"), spark)
+    shipped = silver_schema(ORDERS.event_type("OrderShipped"), spark)
+
+    assert placed.simpleString() == (
+        "struct<event_id:string,event_type:string,occurred_at:timestamp,order_id:string,"
+        "customer_id:string,amount:decimal(12,2),currency:string,amount_cents:bigint,"
+        "stream:string,seq:bigint,subject:string,published:timestamp,run_id:string,"
+        "processed_at:timestamp>"
+    )
+    assert shipped.fieldNames()[:4] == ["event_id", "event_type", "occurred_at", "order_id"]
+    assert placed["amount"].metadata == {"comment": "Order total, in currency."}
+    assert placed["order_id"].metadata == {}
+    assert placed["seq"].metadata["comment"].startswith("Its stream sequence")
+
+
+def test_file_trash_tables_are_todays_silver_schemas_with_comments():
+    deleted = silver_schema(FILE_TRASH.event_type("FileDeletedEvent"))  # derived typed: no Spark
+    trashed = silver_schema(FILE_TRASH.event_type("FilePlacedInTrashEvent"))
+
+    assert shape(deleted) == shape(file_trash_silver.SILVER_FILE_DELETED_SCHEMA)
+    assert shape(trashed) == shape(file_trash_silver.SILVER_FILE_TRASHED_SCHEMA)
+    assert shape(QUARANTINE_SCHEMA) == shape(file_trash_silver.QUARANTINE_SCHEMA)
+    assert deleted["expires_at"].metadata == {
+        "comment": "When the file leaves the trash for good (deleted_at + 30 days)."
+    }
+    assert deleted["file_size"].metadata == {"comment": "Size in bytes (at most 1 TiB)."}
+
+
+def test_table_schema_gives_dagster_columns_with_descriptions():
+    schema = table_schema(silver_schema(FILE_TRASH.event_type("FilePlacedInTrashEvent")))
+
+    assert isinstance(schema, TableSchema)
+    assert schema.columns[0] == TableColumn(
+        "event_id", "string", description="Unique per event; also the message's Nats-Msg-Id."
+    )
+    assert schema.columns[1] == TableColumn("event_type", "string", description=None)
+    assert [c.name for c in schema.columns][-2:] == ["run_id", "processed_at"]
+
+
+def test_comments_reach_the_delta_table(spark, tmp_path):
+    bronze = spark.createDataFrame([], BRONZE_SCHEMA)
+    batch = route(parse_events(bronze, ORDERS), ORDERS, run_id="run-1", now=NOW)
+    path = str(tmp_path / "orders_placed")
+
+    batch.tables["OrderPlaced"].write.format("delta").save(path)
+
+    described = {
+        row.col_name: row.comment for row in spark.sql(f"DESCRIBE TABLE delta.`{path}`").collect()
+    }
+    assert described["amount"] == "Order total, in currency."
+    assert described["published"] == "When the stream stored it (UTC)."
