@@ -26,7 +26,7 @@ from pipelines.demo_output import DemoError, DemoOutput, StepFailed
 from pipelines.demo_summary import RunReport, describe, print_next_steps, summarize_run
 from pipelines.file_trash.events import FILE_DELETED_SUBJECT
 from pipelines.file_trash.generator import GOOD, generate_event_mix, publish_events, summarize
-from pipelines.file_trash.topology import FILE_TRASH_TOPOLOGY
+from pipelines.provisioning import declared_topology
 from pipelines.settings import PROJECT_DIR, Settings
 from pipelines.supervise import Supervisor
 from resources.jetstream import EmbeddedNatsServer, JetStreamClient, JetStreamResource, reconcile
@@ -68,13 +68,14 @@ def jetstream(url: str) -> JetStreamResource:
 
 
 def provision(js: JetStreamClient) -> str:
-    """Reconciles the file trash topology; returns what it did, e.g. `created 1 stream, ...`.
+    """Reconciles the declared topology (the file trash pipeline's and every declared
+    stream's, `pipelines/provisioning.py`); returns what it did, e.g. `created 1 stream, ...`.
 
     Changes that update an object are spelled out (field: old -> new).
     """
     by_action: dict[str, dict[str, int]] = {}
     updates = []
-    for change in reconcile(js, FILE_TRASH_TOPOLOGY):
+    for change in reconcile(js, declared_topology()):
         kinds = by_action.setdefault(change.action.value, {})
         kinds[change.kind] = kinds.get(change.kind, 0) + 1
         if change.diff:

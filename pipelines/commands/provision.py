@@ -2,10 +2,12 @@
 
     jsl provision [--dry-run] [--yes] [--nats-url URL] [--embedded] [--timeout SECONDS]
 
-The topology is the file trash pipeline's: the FILE_EVENTS stream, its three durable
-consumers, the checkpoint and watermark KV buckets and the artifacts Object Store bucket
-(`pipelines/file_trash/topology.py`). The server is `--nats-url`, else `$NATS_URL`, else
-nats://127.0.0.1:4222; `--embedded` starts a nats-server on the demo's store instead.
+The topology is the file trash pipeline's (the FILE_EVENTS stream, its three durable
+consumers, the checkpoint and watermark KV buckets and the artifacts Object Store bucket:
+`pipelines/file_trash/topology.py`) and that of every stream declared as a `JetStreamStream`
+component under `pipelines/defs/` (`pipelines/provisioning.py`). The server is `--nats-url`,
+else `$NATS_URL`, else nats://127.0.0.1:4222; `--embedded` starts a nats-server on the demo's
+store instead.
 
 It prints one line per object (created, updated with each field's old and new value, or
 unchanged), read from the server before anything is written. `--dry-run` stops there.
@@ -21,7 +23,7 @@ import argparse
 import sys
 
 from pipelines.commands import add_server_arguments, jetstream_resource, server_url
-from pipelines.file_trash.topology import FILE_TRASH_TOPOLOGY
+from pipelines.provisioning import declared_topology
 from resources.jetstream import plan, reconcile
 from resources.jetstream.connection_settings import redact_url
 from resources.jetstream.errors import JetStreamError
@@ -65,7 +67,8 @@ def run(args: argparse.Namespace) -> int:
         with server_url(args, create_store=True) as url:
             resource = jetstream_resource(args, url)
             with resource.client() as js:
-                planned = plan(js, FILE_TRASH_TOPOLOGY)
+                topology = declared_topology()
+                planned = plan(js, topology)
                 pending = [c for c in planned if c.action is not Action.UNCHANGED]
                 print(f"{PROG}: plan for {redact_url(url)} ({len(pending)} to change):")
                 for change in planned:
@@ -81,7 +84,7 @@ def run(args: argparse.Namespace) -> int:
                         file=sys.stderr,
                     )
                     return 1
-                applied = reconcile(js, FILE_TRASH_TOPOLOGY)
+                applied = reconcile(js, topology)
                 done = [c for c in applied if c.action is not Action.UNCHANGED]
                 print(f"{PROG}: applied {len(done)} change(s)")
     except (JetStreamError, OSError, ValueError) as error:

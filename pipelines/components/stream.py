@@ -31,8 +31,8 @@ from pydantic import Field
 from pipelines.contract import Contract, Envelope, contract_from_dict, read_asyncapi, read_contract
 from pipelines.default_resources import default_resources
 from pipelines.ingest.spec import IngestSpec
-from pipelines.streams import BronzeIngest, build_stream_defs
-from resources.jetstream import StreamSpec
+from pipelines.streams import DEFAULT_REPLAY_BUCKET, BronzeIngest, build_stream_defs
+from resources.jetstream import KeyValueSpec, StreamSpec, Topology
 
 
 class StreamModel(Model):
@@ -230,6 +230,21 @@ class JetStreamStream(Component, Model, Resolvable):
                 tables=self.tables,
             )
         return None
+
+    def topology(self) -> Topology:
+        """What the stream needs on the server, for `jsl provision`: the stream, each ingest's
+        durable consumer and checkpoint bucket, and the replay-request bucket if an ingest
+        replays."""
+        stream = self.stream.spec()
+        ingests = [ingest.ingest(stream.name) for ingest in self.ingests]
+        buckets = {i.spec.checkpoint_bucket: i.spec.checkpoint_bucket_spec() for i in ingests}
+        if any(ingest.replay for ingest in ingests):
+            buckets.setdefault(DEFAULT_REPLAY_BUCKET, KeyValueSpec(DEFAULT_REPLAY_BUCKET))
+        return Topology(
+            streams=(stream,),
+            consumers=tuple(ingest.spec.consumer_spec() for ingest in ingests),
+            kv_buckets=tuple(buckets.values()),
+        )
 
     def build_defs(self, context: ComponentLoadContext) -> Definitions:
         """The stream's Definitions, with the project's resources.

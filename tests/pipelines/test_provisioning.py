@@ -1,0 +1,81 @@
+"""The declared topology: the file trash pipeline's plus every `JetStreamStream` component's,
+read from a dg project's defs folder and reconciled on a real nats-server."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+import yaml
+
+from pipelines.file_trash.topology import FILE_TRASH_TOPOLOGY
+from pipelines.provisioning import declared_topology, merge_topologies
+from resources.jetstream import JetStreamClient, StreamSpec, Topology, reconcile
+from tests.pipelines.components.test_stream_component import DEFINITIONS, PYPROJECT
+
+ORDERS_DEFS = {
+    "type": "pipelines.components.JetStreamStream",
+    "attributes": {
+        "stream": {"name": "ORDERS_PROVISIONED", "subjects": ["orders-provisioned.>"]},
+        "ingests": [
+            {
+                "name": "placed",
+                "durable": "orders-placed",
+                "table": "bronze/placed",
+                "filter_subjects": ["orders-provisioned.placed"],
+                "replay": True,
+            },
+            {
+                "name": "shipped",
+                "durable": "orders-shipped",
+                "table": "bronze/shipped",
+                "filter_subjects": ["orders-provisioned.shipped"],
+            },
+        ],
+    },
+}
+
+
+@pytest.fixture
+def orders_project(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """A dg project whose defs folder declares one stream with two filtered ingests."""
+    (tmp_path / "pyproject.toml").write_text(PYPROJECT)
+    package = tmp_path / "orders_project"
+    (package / "defs" / "orders").mkdir(parents=True)
+    (package / "__init__.py").write_text("")
+    (package / "defs" / "__init__.py").write_text("")
+    (package / "definitions.py").write_text(DEFINITIONS)
+    (package / "defs" / "orders" / "defs.yaml").write_text(yaml.safe_dump(ORDERS_DEFS))
+    monkeypatch.syspath_prepend(str(tmp_path))
+    return tmp_path
+
+
+def test_a_declared_stream_is_provisioned_beside_the_file_trash_topology(
+    orders_project: Path, js: JetStreamClient
+) -> None:
+    topology = declared_topology(orders_project)
+
+    assert [s.name for s in topology.streams] == ["FILE_EVENTS", "ORDERS_PROVISIONED"]
+    assert {(c.stream, c.durable) for c in topology.consumers} >= {
+        ("ORDERS_PROVISIONED", "orders-placed"),
+        ("ORDERS_PROVISIONED", "orders-shipped"),
+    }
+    # The checkpoint and replay buckets are shared: declared once, as the file trash does.
+    assert [b.bucket for b in topology.kv_buckets] == [
+        b.bucket for b in FILE_TRASH_TOPOLOGY.kv_buckets
+    ]
+
+    reconcile(js, topology)
+
+    assert js.streams.info("ORDERS_PROVISIONED").subjects == ("orders-provisioned.>",)
+    placed = js.consumers.info("ORDERS_PROVISIONED", "orders-placed")
+    assert placed.spec.filter_subjects == ("orders-provisioned.placed",)
+
+
+def test_a_stream_declared_twice_differently_is_refused() -> None:
+    one = Topology(streams=(StreamSpec("TWICE", ("twice.>",)),))
+    other = Topology(streams=(StreamSpec("TWICE", ("twice.a",)),))
+
+    assert merge_topologies(one, one) == one
+    with pytest.raises(ValueError, match="stream 'TWICE' is declared twice, differently"):
+        merge_topologies(one, other)
