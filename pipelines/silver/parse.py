@@ -122,8 +122,11 @@ def _problems(cols: _Columns, fields: tuple[Field, ...]) -> tuple[Column, Column
             ok = cols.typed(spot).isNotNull()
         text = f"{spot.path} (expected {expected(spot.field.type)})"
         mistyped.append(F.when(present(kind) & ~ok, F.lit(text)))
-    as_array = lambda items: F.array_compact(F.array(*items)) if items else _no_paths()  # noqa: E731
-    return as_array(missing), as_array(mistyped)
+    return _paths(missing), _paths(mistyped)
+
+
+def _paths(items: list[Column]) -> Column:
+    return F.array_compact(F.array(*items)) if items else _no_paths()
 
 
 def _undeclared(keys: list[str]):
@@ -171,14 +174,11 @@ def _event_type(contract: Contract, cols: _Columns) -> Column:
 
 
 def _by_type(contract: Contract, per_event: dict[str, Column], default: Column) -> Column:
-    chosen = None
-    for event in contract.event_types:
-        test = F.col(EVENT_TYPE) == event.name
-        chosen = (
-            F.when(test, per_event[event.name])
-            if chosen is None
-            else chosen.when(test, per_event[event.name])
-        )
+    """`per_event[name]` on rows of event type `name`, `default` on the others."""
+    first, *others = contract.event_types
+    chosen = F.when(F.col(EVENT_TYPE) == first.name, per_event[first.name])
+    for event in others:
+        chosen = chosen.when(F.col(EVENT_TYPE) == event.name, per_event[event.name])
     return chosen.otherwise(default)
 
 

@@ -7,8 +7,9 @@ error, its payload and where it came from. `warn` and `block` rules never move a
 are counted for the asset checks (`SilverBatch.candidates`, `rule_failures`).
 
 Derived columns are Spark SQL expressions over the table's columns (`deleted_at + INTERVAL
-30 DAYS`), evaluated with `F.expr` after typing, only on rows where every column the
-expression names is not null (else null), and cast to their declared type.
+30 DAYS`), evaluated with `F.expr` after typing, only on rows that go to the table and
+where every column the expression names is not null (else null), and cast to their declared
+type: so an expression that would fail on bad data (an ANSI overflow) never sees it.
 """
 
 from __future__ import annotations
@@ -65,12 +66,10 @@ def _with_derived(rows: DataFrame, event: EventType) -> DataFrame:
         value = F.expr(d.expression)
         if d.type is not None:
             value = value.cast(spark_type(d.type))
-        if names:
-            ready = F.lit(True)
-            for name in names:
-                ready = ready & F.col(name).isNotNull()
-            value = F.when(ready, value)
-        rows = rows.withColumn(d.name, value)
+        ready = ~F.col(QUARANTINED)
+        for name in names:
+            ready = ready & F.col(name).isNotNull()
+        rows = rows.withColumn(d.name, F.when(ready, value))
     return rows
 
 

@@ -8,7 +8,8 @@ into the text "42" for a string field.
 
 - integer, long: a JSON integer that fits 32 or 64 bits.
 - double: any JSON number. decimal(p,s): a JSON number that fits p digits with at most s
-  after the point (a value that would be rounded is mistyped, never silently rounded).
+  after the point (a value that would be rounded is mistyped, never silently rounded; with
+  p = 38 there is no room left to tell, and Spark rounds).
 - timestamp(iso8601): a string such as 2026-11-21T10:00:00.000Z (a zone is required; Spark's
   lenient cast would take a bare date). epoch_seconds: a number (fractions to the
   microsecond); epoch_millis: an integer; both within years 1-9999.
@@ -55,10 +56,11 @@ def _decimal(variant: Column, kind: Column, field_type: FieldType) -> Column:
 def _epoch(variant: Column, kind: Column, encoding: TimestampEncoding) -> Column:
     if encoding is TimestampEncoding.EPOCH_MILLIS:
         millis = F.try_variant_get(variant, "$", "bigint")
-        fits = F.abs(millis) <= F.lit(_MAX_EPOCH_SECONDS * 1000 + 999)
+        bound = _MAX_EPOCH_SECONDS * 1000 + 999
+        fits = millis.between(-bound, bound)  # abs() overflows on the smallest long
         return F.when(kind.isin(*INTEGER_KINDS) & fits, F.timestamp_millis(millis))
     seconds = F.try_variant_get(variant, "$", "decimal(38,6)")
-    fits = F.abs(seconds) <= F.lit(_MAX_EPOCH_SECONDS)
+    fits = seconds.between(-_MAX_EPOCH_SECONDS, _MAX_EPOCH_SECONDS)
     micros = (seconds * F.lit(1_000_000)).cast("bigint")
     return F.when(_is_number(kind) & fits, F.timestamp_micros(micros))
 
