@@ -6,6 +6,7 @@ The checked frame (`pipelines.silver.parse.parse_events`) keeps the bronze colum
 - `_event_type` (string): the discriminator's value when it is a string (declared or not);
   without a discriminator, the event type whose subjects match the row's subject.
 - `_event_id` (string): the envelope's event id, typed as declared, as text.
+- `_event_time` (timestamp): the envelope's event time, typed as declared.
 - `_missing_fields` (array<string>): required JSON paths absent or null.
 - `_mistyped_fields` (array<string>): present paths of the wrong type, with what was
   expected (`data.amount (expected a number that fits decimal(12,2))`).
@@ -26,6 +27,7 @@ from pipelines.contract import Contract, EventType, Field, TypeKind, UnknownFiel
 PAYLOAD_PROBLEM = "_payload_problem"
 EVENT_TYPE = "_event_type"
 EVENT_ID = "_event_id"
+EVENT_TIME = "_event_time"
 MISSING_FIELDS = "_missing_fields"
 MISTYPED_FIELDS = "_mistyped_fields"
 DUPLICATE_OF = "_duplicate_of"  # added by `pipelines.silver.duplicates.mark_duplicates`

@@ -26,6 +26,7 @@ from pipelines.contract import Contract, EventType, Field, TypeKind, UnknownFiel
 from pipelines.silver import layout
 from pipelines.silver.layout import (
     EVENT_ID,
+    EVENT_TIME,
     EVENT_TYPE,
     MISSING_FIELDS,
     MISTYPED_FIELDS,
@@ -182,19 +183,19 @@ def _by_type(contract: Contract, per_event: dict[str, Column], default: Column) 
     return chosen.otherwise(default)
 
 
-def _event_id(contract: Contract, cols: _Columns) -> Column:
-    path = contract.envelope.event_id
+def _envelope_value(contract: Contract, cols: _Columns, path: str | None, sql_type: str) -> Column:
+    """The typed value at the envelope's `path` (per the row's event type), as `sql_type`."""
     if path is None:
-        return F.lit(None).cast("string")
+        return F.lit(None).cast(sql_type)
     per_event = {}
     for event in contract.event_types:
         spot = Spot(event.field(path), path, event.field(path).column)
-        per_event[event.name] = cols.typed(spot).cast("string")
+        per_event[event.name] = cols.typed(spot).cast(sql_type)
     common = {f.path: f for f in layout.common_fields(contract)}.get(path)
     default = (
-        cols.typed(Spot(common, path, common.column)).cast("string")
+        cols.typed(Spot(common, path, common.column)).cast(sql_type)
         if common is not None
-        else F.lit(None).cast("string")
+        else F.lit(None).cast(sql_type)
     )
     return _by_type(contract, per_event, default)
 
@@ -210,7 +211,7 @@ def parse_events(bronze: DataFrame, contract: Contract) -> DataFrame:
     Returns:
         The bronze columns plus the columns listed in `pipelines.silver.layout`: per event
         type a struct of its typed columns (null where missing or mistyped), the event
-        type and id, the missing and mistyped paths, the payload problem and, for event
+        type, id and time, the missing and mistyped paths, the payload problem and, for event
         types that keep or reject them, the undeclared fields.
     """
     cols = _Columns(contract)
@@ -241,7 +242,8 @@ def parse_events(bronze: DataFrame, contract: Contract) -> DataFrame:
     problems = {e.name: _problems(cols, e.fields) for e in contract.event_types}
     common = _problems(cols, layout.common_fields(contract))
     added = {
-        EVENT_ID: _event_id(contract, cols),
+        EVENT_ID: _envelope_value(contract, cols, contract.envelope.event_id, "string"),
+        EVENT_TIME: _envelope_value(contract, cols, contract.envelope.event_time, "timestamp"),
         MISSING_FIELDS: _by_type(contract, {k: v[0] for k, v in problems.items()}, common[0]),
         MISTYPED_FIELDS: _by_type(contract, {k: v[1] for k, v in problems.items()}, common[1]),
     }

@@ -271,3 +271,17 @@ def test_patterns_end_at_the_very_end_of_the_text(spark):
     ]
     assert spark_pattern(r"^a\$") == r"^a\$"
     assert subject_regex("orders.*.>") == r"^orders\.[^.]+\..+\z"
+
+
+def test_the_envelope_is_read_for_every_parsed_row_declared_type_or_not(checked):
+    rows = {
+        r.seq: (r._event_type, r._event_id, r._event_time)
+        for r in checked.where("seq IN (1, 20, 22)").collect()
+    }
+    at = checked.where("seq = 1").select("_e0.at").first()[0]
+
+    assert rows == {
+        1: ("Everything", "1", at),
+        20: ("Everything", "20", None),
+        22: ("Nothing", "22", at),
+    }
