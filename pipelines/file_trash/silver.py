@@ -16,7 +16,8 @@ the batch and in `existing`, the lowest (seq, stream) per (event type, eventId) 
 occurrence and every other row with that key is a duplicate, whatever else it breaks. So a
 first occurrence that breaks another rule is quarantined and its copies still are duplicates:
 pass quarantine rows with an event_id in `existing` too, and a range processed in one batch
-or in several gives the same rows.
+or in several gives the same rows. Only the rows of `existing` whose key is among the batch's
+(`event_keys`) matter, so a caller may pass those alone.
 """
 
 from __future__ import annotations
@@ -263,12 +264,38 @@ def parse_events(bronze: DataFrame) -> DataFrame:
     return frame.drop(*internal)
 
 
+def _duplicate_checked() -> Column:
+    """Whether `event_id_unique` judges the row: a known event type with a string eventId."""
+    return F.col("event_type").isin(*rules.EVENT_TYPES) & F.col("event_id").isNotNull()
+
+
+def event_keys(bronze: DataFrame) -> DataFrame:
+    """The distinct (event_type, event_id) of the rows `mark_duplicates` judges in `bronze`.
+
+    Only rows of `existing` with one of these keys can change `mark_duplicates`' result for
+    this batch: every other prior row sits alone in its (event_type, event_id) window, and
+    prior rows themselves are dropped from the output. So `existing` semi-joined on these
+    keys gives the same rows as `existing` whole, at a cost set by the batch.
+
+    Args:
+        bronze: bronze rows, as for `route_bronze`.
+
+    Returns:
+        Distinct event_type, event_id (both non-null strings).
+    """
+    checked = parse_events(bronze)
+    judged = _duplicate_checked() & F.col(rules.PAYLOAD_PROBLEM).isNull()
+    return checked.where(judged).select("event_type", "event_id").distinct()
+
+
 def mark_duplicates(checked: DataFrame, existing: DataFrame | None) -> DataFrame:
     """Adds `_duplicate_of`: the (seq, stream) of the first occurrence of the row's eventId.
 
     Args:
         checked: the output of `parse_events`.
-        existing: (event_type, event_id, stream, seq) of rows processed before, or None.
+        existing: (event_type, event_id, stream, seq) of rows processed before, or None. Any
+            set of them holding every row whose key is in `event_keys` of the batch gives
+            the same result.
 
     Returns:
         `checked` with `_duplicate_of` (struct<seq, stream>), null unless the row is a later
@@ -276,7 +303,7 @@ def mark_duplicates(checked: DataFrame, existing: DataFrame | None) -> DataFrame
         (stream, seq) is in `existing` is the same message, not a copy of it.
     """
     keys = ["event_type", "event_id", "stream", "seq"]
-    eligible = F.col("event_type").isin(*rules.EVENT_TYPES) & F.col("event_id").isNotNull()
+    eligible = _duplicate_checked()
     frame = checked.withColumn("_eligible", eligible & F.col(rules.PAYLOAD_PROBLEM).isNull())
     if existing is not None:
         types = {"event_type": "string", "event_id": "string", "stream": "string", "seq": "bigint"}

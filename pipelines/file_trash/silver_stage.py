@@ -4,11 +4,14 @@ One run, usable without Dagster (`assets/silver.py` is a thin wrapper):
 
 1. load the stage's watermark (the highest bronze sequence processed) from the KV bucket;
 2. take the bronze rows after it, from one pinned version of the bronze table;
-3. parse, route by eventType, de-duplicate and check them (`silver.route_bronze`, pure);
+3. parse, route by eventType, de-duplicate and check them (`silver.route_bronze`, pure),
+   against the rows already in silver whose (event type, eventId) is among the batch's (a
+   semi-join on the batch's keys: the only ones that can collide, read once);
 4. validate each event type's candidate rows with Great Expectations (the asset checks);
 5. merge valid rows into `silver/file_deleted` and `silver/file_trashed`, and rejected rows
    with the rules they broke into `silver/quarantine`, each keyed on the bronze row
-   (stream, seq) with an insert-only MERGE;
+   (stream, seq) with an insert-only MERGE bounded to the batch's seqs (Delta skips the
+   files of other seqs by their statistics);
 6. move the watermark to the batch's last sequence (compare-and-set), recording the batch's
    first sequence and each check's verdict.
 
@@ -29,8 +32,16 @@ from dataclasses import dataclass, field
 
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
+from pyspark.sql.types import StructType
 
-from pipelines.delta_tables import MergeOutcome, merge_new_rows, read_table, table_version
+from pipelines.delta_tables import (
+    SOURCE_KEY,
+    MergeOutcome,
+    ensure_table,
+    merge_insert_only,
+    read_table,
+    table_version,
+)
 from pipelines.file_trash import expectations, silver
 from pipelines.file_trash.rules import FILE_DELETED_EVENT, FILE_TRASHED_EVENT, TRASH_RETENTION
 from pipelines.ingest.bronze import BRONZE_SCHEMA
@@ -42,6 +53,10 @@ Validate = Callable[[DataFrame, QualitySuite], ValidationReport]
 STAGE = "silver.file_events"
 FILE_DELETED = FILE_DELETED_EVENT
 FILE_TRASHED = FILE_TRASHED_EVENT
+# Batches of up to this many bronze rows broadcast their event keys to the semi-join that
+# reads silver's existing keys (~100 bytes a key); larger ones (a first run over a long
+# stream, a replay) leave the join strategy to Spark.
+BROADCAST_MAX_ROWS = 2_000_000
 
 
 @dataclass(frozen=True)
@@ -107,11 +122,25 @@ def recorded_verdicts(watermark: Watermark) -> dict[str, dict[str, bool]] | None
     }
 
 
-def existing_keys(spark: SparkSession, paths: SilverPaths) -> DataFrame:
-    """(event_type, event_id, stream, seq) of every row already in silver, quarantine included.
+def existing_keys(
+    spark: SparkSession, paths: SilverPaths, *, among: DataFrame | None = None
+) -> DataFrame:
+    """(event_type, event_id, stream, seq) of rows already in silver, quarantine included.
 
     `route_bronze` judges eventId uniqueness against these, so an event seen in an earlier
     run is a duplicate now too, while a bronze row processed again is not its own duplicate.
+
+    Args:
+        spark: the session.
+        paths: the silver tables.
+        among: (event_type, event_id) keys (`silver.event_keys` of the batch): only rows with
+            one of them are returned, through a semi-join (broadcast `among` when it is
+            small), so what the batch's de-duplication shuffles and sorts is set by the
+            batch, not by the tables' size (their key columns are still scanned). None:
+            every row.
+
+    Returns:
+        The keys, as `route_bronze` takes them in `existing`.
     """
     columns = ("event_type", "event_id", "stream", "seq")
     frames = [
@@ -124,7 +153,28 @@ def existing_keys(spark: SparkSession, paths: SilverPaths) -> DataFrame:
     keys = frames[0].select(*columns)
     for frame in frames[1:]:
         keys = keys.unionByName(frame.select(*columns))
-    return keys
+    if among is None:
+        return keys
+    return keys.join(among, ["event_type", "event_id"], "left_semi").select(*columns)
+
+
+def merge_batch(
+    spark: SparkSession, rows: DataFrame, path: str, schema: StructType, *, seqs: tuple[int, int]
+) -> MergeOutcome:
+    """`merge_new_rows` of one batch whose rows all have a seq in `seqs` (first, last).
+
+    The merge condition also bounds the table's seq to that range: the same rows match, and
+    Delta skips, by its per-file seq statistics, the files no row of the batch can be in,
+    instead of reading every file's keys.
+    """
+    ensure_table(spark, path, schema)
+    if rows.isEmpty():
+        return MergeOutcome(0, table_version(spark, path))
+    first, last = (int(seq) for seq in seqs)
+    condition = " AND ".join(f"t.`{key}` = s.`{key}`" for key in SOURCE_KEY)
+    condition += f" AND t.`seq` BETWEEN {first} AND {last}"
+    inserted = merge_insert_only(spark, rows.select(*schema.fieldNames()), path, condition)
+    return MergeOutcome(inserted, table_version(spark, path))
 
 
 def run_silver(
@@ -178,9 +228,15 @@ def run_silver(
             return SilverResult(
                 None, None, bronze_version, 0, nothing, nothing, nothing, watermark=watermark
             )
+        # Only the rows of silver whose key is among the batch's can make a batch row a
+        # duplicate; they are read once (cached), not once per output of the batch.
+        among = silver.event_keys(rows)
+        if bounds[2] <= BROADCAST_MAX_ROWS:
+            among = F.broadcast(among)
+        existing = cache(existing_keys(spark, paths, among=among))
         batch = silver.route_bronze(
             rows,
-            existing=existing_keys(spark, paths),
+            existing=existing,
             now=now,
             run_id=run_id,
             source_table=paths.bronze_table,
@@ -203,14 +259,23 @@ def run_silver(
             .agg(F.count("*").alias("rows"))
             .collect()
         }
+        seqs = (bounds[0], bounds[1])
         outcomes = (
-            merge_new_rows(
-                spark, valid[FILE_DELETED], paths.file_deleted, silver.SILVER_FILE_DELETED_SCHEMA
+            merge_batch(
+                spark,
+                valid[FILE_DELETED],
+                paths.file_deleted,
+                silver.SILVER_FILE_DELETED_SCHEMA,
+                seqs=seqs,
             ),
-            merge_new_rows(
-                spark, valid[FILE_TRASHED], paths.file_trashed, silver.SILVER_FILE_TRASHED_SCHEMA
+            merge_batch(
+                spark,
+                valid[FILE_TRASHED],
+                paths.file_trashed,
+                silver.SILVER_FILE_TRASHED_SCHEMA,
+                seqs=seqs,
             ),
-            merge_new_rows(spark, quarantine, paths.quarantine, silver.QUARANTINE_SCHEMA),
+            merge_batch(spark, quarantine, paths.quarantine, silver.QUARANTINE_SCHEMA, seqs=seqs),
         )
         saved = watermarks.save(
             watermark.advanced(
