@@ -33,7 +33,6 @@ from resources.jetstream import EmbeddedNatsServer, JetStreamClient, JetStreamRe
 from resources.jetstream.connection_settings import redact_url
 from resources.jetstream.environment import CREDENTIAL_VARIABLES
 
-DEFINITIONS_MODULE = "pipelines.definitions"
 DEFAULT_BAD_SHARE = 0.05
 # The second pass: the ingests and silver, which take in what the first pass published.
 SECOND_PASS = (
@@ -186,7 +185,7 @@ def dagster_command(*args: str) -> list[str]:
 
 
 def materialize(out: DemoOutput, settings: Settings, nats_url: str, selection: str) -> RunReport:
-    """Materialises the selected assets through the dagster CLI, with a progress bar.
+    """Materialises the selected assets with `dg launch`, with a progress bar.
 
     The CLI's output goes to the log; what the run did is read from the instance's event
     log afterwards (and polled for the progress bar), then printed one line per asset.
@@ -197,9 +196,8 @@ def materialize(out: DemoOutput, settings: Settings, nats_url: str, selection: s
     """
     from dagster import DagsterInstance
 
-    command = dagster_command(
-        "asset", "materialize", "-m", DEFINITIONS_MODULE, "--select", selection
-    )
+    # dg finds the code location through pyproject.toml's [tool.dg] (pipelines.definitions).
+    command = [str(Path(sys.executable).parent / "dg"), "launch", "--assets", selection]
     env = dagster_env(settings, nats_url)  # writes DAGSTER_HOME/dagster.yaml if missing
     started = dt.datetime.now(dt.UTC)
     with DagsterInstance.from_config(str(settings.dagster_home)) as instance:
@@ -215,7 +213,7 @@ def materialize(out: DemoOutput, settings: Settings, nats_url: str, selection: s
             out.say(f"  {key:<30} {describe(meta)}")
         if code != 0:
             raise DemoError(
-                f"`dagster asset materialize --select {selection}` exited with {code}: "
+                f"`dg launch --assets {selection}` exited with {code}: "
                 + (report.failure() or last_line or "no output")
             )
     return report

@@ -35,7 +35,7 @@ SUMMARY_LABELS = (
 
 
 class RunReport:
-    """One `dagster asset materialize` run as the instance recorded it.
+    """One `dg launch` run as the instance recorded it.
 
     Args:
         instance: the demo's Dagster instance.
