@@ -1,0 +1,263 @@
+"""The contract-driven silver stage: new bronze rows -> silver tables and quarantine, once.
+
+One run, usable without Dagster (`assets/contract_silver.py` is a thin wrapper), the same
+mechanics as the file-trash stage (`pipelines/file_trash/silver_stage.py`):
+
+1. load the stage's watermark (the highest bronze sequence processed) from a KV bucket;
+2. take the stream's bronze rows after it, from one pinned version of the bronze table;
+3. parse and route them by the contract (`parse_events`, `route`), judging `event_id_unique`
+   against the prior rows whose key is among the batch's (`colliding_keys`);
+4. count each rule's failing rows for the asset checks (`rule_failures`);
+5. merge each event type's rows into its table and the rest into quarantine, keyed on the
+   bronze row (stream, seq) with an insert-only MERGE bounded to the batch's seqs;
+6. move the watermark to the batch's last sequence (compare-and-set), recording the batch's
+   first sequence and the rules' failure counts.
+
+A crash before step 6 makes the next run take the same rows again; the merges insert nothing
+twice. A run with nothing new writes nothing and returns the watermark, whose recorded
+counts still describe what the tables hold.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+
+from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import functions as F
+from pyspark.sql.types import StructType
+
+from pipelines.contract import Contract, Rule, Severity
+from pipelines.contract.rules import KNOWN_EVENT_TYPE, PARSEABLE_JSON
+from pipelines.delta_tables import (
+    SOURCE_KEY,
+    MergeOutcome,
+    ensure_table,
+    merge_insert_only,
+    read_table,
+    table_version,
+)
+from pipelines.ingest.bronze import BRONZE_SCHEMA
+from pipelines.silver.duplicates import colliding_keys, event_keys
+from pipelines.silver.parse import parse_events
+from pipelines.silver.route import route, rule_failures
+from pipelines.silver.rule_columns import silver_rules
+from pipelines.silver.schema import QUARANTINE_SCHEMA, silver_schema
+from pipelines.watermarks import Watermark, WatermarkStore
+
+# The check target of rules a row of no declared event type breaks: the quarantine table.
+QUARANTINE = ""
+_UNTYPED_RULES = (PARSEABLE_JSON, KNOWN_EVENT_TYPE)
+
+
+@dataclass(frozen=True)
+class RuleCheck:
+    """One asset check: a rule on an event type's table (or on quarantine: `QUARANTINE`)."""
+
+    target: str  # the event type's name, or QUARANTINE
+    rule: Rule
+
+    @property
+    def blocking(self) -> bool:
+        return self.rule.severity is Severity.BLOCK
+
+
+def rule_checks(contract: Contract) -> list[RuleCheck]:
+    """The stage's checks: each rule on every event type it applies to; `parseable_json` and
+    `known_event_type` (broken by rows of no declared type) on the quarantine table."""
+    found = []
+    for rule in silver_rules(contract):
+        if rule.name in _UNTYPED_RULES:
+            found.append(RuleCheck(QUARANTINE, rule))
+        else:
+            found.extend(RuleCheck(name, rule) for name in rule.applies_to)
+    return found
+
+
+@dataclass(frozen=True)
+class ContractSilverResult:
+    """What one run did.
+
+    Attributes:
+        tables: event type name -> what was merged into its table.
+        quarantined_by_rule: rule -> rows of this batch quarantined having broken it.
+        failures: check target (event type, or QUARANTINE) -> rule -> failing rows of this
+            batch (every check of `rule_checks`); as recorded when nothing was new.
+    """
+
+    bronze_start: int | None  # None: nothing new
+    bronze_end: int | None
+    bronze_version: int | None
+    rows_in: int
+    tables: dict[str, MergeOutcome]
+    quarantine: MergeOutcome
+    quarantined_by_rule: dict[str, int] = field(default_factory=dict)
+    failures: dict[str, dict[str, int]] = field(default_factory=dict)
+    watermark: Watermark | None = None
+
+    @property
+    def processed(self) -> bool:
+        return self.bronze_start is not None
+
+
+def recorded_failures(watermark: Watermark | None) -> dict[str, dict[str, int]] | None:
+    """The failure counts of the batch that last moved `watermark` (None: none recorded)."""
+    recorded = None if watermark is None else watermark.details.get("failures")
+    if not isinstance(recorded, dict):
+        return None
+    return {
+        str(target): {str(rule): int(count) for rule, count in counts.items()}
+        for target, counts in recorded.items()
+        if isinstance(counts, dict)
+    }
+
+
+def merge_batch(
+    spark: SparkSession, rows: DataFrame, path: str, schema: StructType, *, seqs: tuple[int, int]
+) -> MergeOutcome:
+    """Inserts the rows whose (stream, seq) the table lacks, the table's seq bounded to `seqs`
+    (Delta skips the files outside by their statistics); creates the table if missing."""
+    ensure_table(spark, path, schema)
+    if rows.isEmpty():
+        return MergeOutcome(0, table_version(spark, path))
+    first, last = (int(seq) for seq in seqs)
+    condition = " AND ".join(f"t.`{key}` = s.`{key}`" for key in SOURCE_KEY)
+    condition += f" AND t.`seq` BETWEEN {first} AND {last}"
+    inserted = merge_insert_only(spark, rows.select(*schema.fieldNames()), path, condition)
+    return MergeOutcome(inserted, table_version(spark, path))
+
+
+def _check_paths(contract: Contract, table_paths: Mapping[str, str]) -> None:
+    names = {e.name for e in contract.event_types}
+    if set(table_paths) != names:
+        raise ValueError(
+            f"table_paths must name every event type of the contract and no other: got "
+            f"{sorted(table_paths)!r}, the contract's are {sorted(names)!r}"
+        )
+
+
+def run_contract_silver(
+    spark: SparkSession,
+    watermarks: WatermarkStore,
+    contract: Contract,
+    *,
+    stream: str,
+    bronze_path: str,
+    table_paths: Mapping[str, str],
+    quarantine_path: str,
+    stage: str,
+    run_id: str,
+    now: dt.datetime,
+    source_table: str | None = None,
+) -> ContractSilverResult:
+    """Processes the stream's bronze rows the stage has not processed yet.
+
+    Args:
+        spark: the session.
+        watermarks: the KV store of stage watermarks (e.g. the ingest's checkpoint bucket).
+        contract: the stream's event contract.
+        stream: the stream whose bronze rows to take.
+        bronze_path: the bronze Delta table.
+        table_paths: event type name -> its silver Delta table.
+        quarantine_path: the quarantine Delta table.
+        stage: the watermark's stage name (key `stage.<stage>`).
+        run_id: recorded on every row written and on the watermark.
+        now: the clock (processed_at, quarantined_at); timezone-aware.
+        source_table: the bronze table's name, recorded on quarantined rows.
+
+    Returns:
+        What was read, written, quarantined and counted.
+
+    Raises:
+        ValueError: `table_paths` does not name exactly the contract's event types, `now` is
+            naive or `run_id` empty.
+        WatermarkConflictError: another run moved the watermark meanwhile (run again).
+    """
+    _check_paths(contract, table_paths)
+    if now.tzinfo is None or not run_id:
+        raise ValueError(f"now must be timezone-aware and run_id non-empty: {now!r}, {run_id!r}")
+    watermark = watermarks.load(stage)
+    version = table_version(spark, bronze_path)
+    nothing = MergeOutcome(0, None)
+    empty = {name: nothing for name in table_paths}
+    idle = ContractSilverResult(None, None, version, 0, empty, nothing, watermark=watermark)
+    if version is None:
+        return idle
+    cached: list[DataFrame] = []
+
+    def cache(frame: DataFrame) -> DataFrame:
+        cached.append(frame.cache())
+        return frame
+
+    try:
+        rows = cache(
+            spark.read.format("delta")
+            .option("versionAsOf", version)
+            .load(bronze_path)
+            .where((F.col("stream") == stream) & (F.col("seq") > watermark.position))
+            .select(*BRONZE_SCHEMA.fieldNames())
+        )
+        first, last, count = rows.agg(F.min("seq"), F.max("seq"), F.count("*")).first()
+        if not count:
+            return idle
+        checked = cache(parse_events(rows, contract))
+        tables = {
+            e.name: read_table(spark, table_paths[e.name], silver_schema(e, spark))
+            for e in contract.event_types
+        }
+        quarantine_table = read_table(spark, quarantine_path, QUARANTINE_SCHEMA)
+        keys = F.broadcast(event_keys(checked, contract))
+        prior = cache(colliding_keys(keys, contract, tables, quarantine_table))
+        batch = route(checked, contract, prior, run_id=run_id, now=now, source_table=source_table)
+        candidates = {name: cache(frame) for name, frame in batch.candidates.items()}
+        quarantine = cache(batch.quarantine)
+        failures = _failures(contract, candidates, quarantine)
+        by_rule = {
+            row["rule"]: int(row["rows"])
+            for row in quarantine.select(F.explode("failed_rules").alias("rule"))
+            .groupBy("rule")
+            .agg(F.count("*").alias("rows"))
+            .collect()
+        }
+        seqs = (first, last)
+        outcomes = {
+            e.name: merge_batch(
+                spark,
+                batch.tables[e.name],
+                table_paths[e.name],
+                silver_schema(e, spark),
+                seqs=seqs,
+            )
+            for e in contract.event_types
+        }
+        quarantined = merge_batch(spark, quarantine, quarantine_path, QUARANTINE_SCHEMA, seqs=seqs)
+        saved = watermarks.save(
+            watermark.advanced(
+                last,
+                run_id=run_id,
+                now=now,
+                bronze_version=version,
+                bronze_start=first,
+                failures=failures,
+            )
+        )
+        return ContractSilverResult(
+            first, last, version, count, outcomes, quarantined, by_rule, failures, saved
+        )
+    finally:
+        for frame in cached:
+            frame.unpersist()
+
+
+def _failures(
+    contract: Contract, candidates: Mapping[str, DataFrame], quarantine: DataFrame
+) -> dict[str, dict[str, int]]:
+    """Failing rows per check of `rule_checks`, by target and rule."""
+    per_type = {name: rule_failures(frame, contract) for name, frame in candidates.items()}
+    untyped = rule_failures(quarantine, contract)
+    found: dict[str, dict[str, int]] = {}
+    for check in rule_checks(contract):
+        counts = untyped if check.target == QUARANTINE else per_type[check.target]
+        found.setdefault(check.target, {})[check.rule.name] = counts[check.rule.name]
+    return found
