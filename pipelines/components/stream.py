@@ -14,8 +14,10 @@
         events: {...}                 # docs/contract.md
 
 It builds what `pipelines.streams.build_stream_defs` builds (the stream's asset, a bronze asset,
-job, sensor and lag check per ingest, the observation sensor, replays) and reads the contract
-at load time, so `dg check defs` reports a broken one with its file, line and path. Secrets do
+job, sensor and lag check per ingest, the observation sensor, replays) and, from the contract
+(read at load time, so `dg check defs` reports a broken one with its file, line and path),
+the silver multi-asset over the first ingest's bronze table (or `silver_from`'s): a table per
+event type, the quarantine, a check per rule (`assets.contract_silver`). Secrets do
 not belong here: the connection comes from the environment (`NATS_URL`, `NATS_CREDS`, ...).
 """
 
@@ -23,11 +25,20 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from dagster import AssetKey, ComponentLoadContext, Definitions, Model, Resolvable
+from dagster import (
+    AssetKey,
+    AssetsDefinition,
+    ComponentLoadContext,
+    Definitions,
+    Model,
+    Resolvable,
+)
 from dagster.components import Component, Scaffolder, ScaffoldRequest, scaffold_component
 from dagster.components.scaffold.scaffold import scaffold_with
 from pydantic import Field
 
+from assets.bronze import bronze_asset_key
+from assets.contract_silver import build_contract_silver_asset
 from pipelines.contract import Contract, Envelope, contract_from_dict, read_asyncapi, read_contract
 from pipelines.default_resources import default_resources
 from pipelines.ingest.spec import IngestSpec
@@ -194,6 +205,11 @@ class JetStreamStream(Component, Model, Resolvable):
     tables: dict[str, str] | None = Field(
         default=None, description="Event type -> silver table, with asyncapi_file."
     )
+    silver_from: str | None = Field(
+        default=None,
+        description="The ingest whose bronze table the contract's silver reads (default: the "
+        "first).",
+    )
 
     def read_contract(self, directory: Path) -> Contract | None:
         """The declared contract (None without one), read relative to `directory`, the
@@ -254,18 +270,37 @@ class JetStreamStream(Component, Model, Resolvable):
             ComponentDeclarationError: the stream or an ingest is declared wrong (it names
                 the defs.yaml and the stream).
         """
-        self.read_contract(context.path)  # a broken contract fails the load, with its place
+        contract = self.read_contract(context.path)  # a broken one fails, with its place
         try:
             stream = self.stream.spec()
-            stream_defs = build_stream_defs(
-                stream, [ingest.ingest(stream.name) for ingest in self.ingests]
-            )
+            ingests = [ingest.ingest(stream.name) for ingest in self.ingests]
+            stream_defs = build_stream_defs(stream, ingests)
+            silver = [] if contract is None else [self.silver_asset(contract, ingests)]
         except ValueError as error:
             what = str(error)
             if not what.startswith("stream "):
                 what = f"stream {self.stream.name!r}: {what}"
             raise ComponentDeclarationError(f"{context.path / 'defs.yaml'}: {what}") from error
-        return Definitions.merge(stream_defs, Definitions(resources=default_resources()))
+        return Definitions.merge(
+            stream_defs, Definitions(assets=silver, resources=default_resources())
+        )
+
+    def silver_asset(self, contract: Contract, ingests: list[BronzeIngest]) -> AssetsDefinition:
+        """The contract's silver multi-asset over the `silver_from` ingest's bronze table.
+
+        Raises:
+            ValueError: `silver_from` names no declared ingest.
+        """
+        by_name = {ingest.spec.name: ingest for ingest in ingests}
+        name = self.silver_from or ingests[0].spec.name
+        if name not in by_name:
+            raise ValueError(f"silver_from {name!r} names no ingest; declared: {sorted(by_name)!r}")
+        source = by_name[name]
+        return build_contract_silver_asset(
+            contract,
+            source.spec,
+            bronze_key=bronze_asset_key(source.spec, source.key_prefix),
+        )
 
 
 class ComponentDeclarationError(ValueError):

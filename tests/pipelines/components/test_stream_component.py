@@ -92,8 +92,17 @@ def test_the_scaffolded_defs_yaml_checks_and_loads_the_stream(
     assert checked.returncode == 0, checked.stdout + checked.stderr
     assert listed.returncode == 0, listed.stderr
     defs = json.loads(listed.stdout)
-    assert {a["asset_key"] for a in defs["assets"]} == {"jetstream/ORDERS", "bronze/orders_events"}
-    assert {c["key"] for c in defs["asset_checks"]} == {"bronze/orders_events:consumer_lag"}
+    assert {a["asset_key"] for a in defs["assets"]} == {
+        "jetstream/ORDERS", "bronze/orders_events", "silver/orders_example", "quarantine/orders",
+    }  # fmt: skip
+    assert {c["key"] for c in defs["asset_checks"]} == {
+        "bronze/orders_events:consumer_lag",
+        "quarantine/orders:parseable_json",
+        "quarantine/orders:known_event_type",
+        "silver/orders_example:required_fields_present",
+        "silver/orders_example:field_types_valid",
+        "silver/orders_example:event_id_unique",
+    }
     assert {j["name"] for j in defs["jobs"]} == {"ingest_orders_events"}
     assert {s["name"] for s in defs["sensors"]} == {"observe_ORDERS", "orders_events_stream_sensor"}
 

@@ -1,0 +1,240 @@
+"""Silver assets generated from a stream's event contract: one per event type, plus quarantine.
+
+`build_contract_silver_asset` turns a contract and the ingest whose bronze table it reads into
+one multi-asset (`pipelines.silver.stage.run_contract_silver` does the work): an asset per
+event type's table (key = its table, `silver/orders_placed`), one for the quarantine
+(`quarantine/<stream lower>`), and one asset check per rule and table it applies to
+(`parseable_json` and `known_event_type` on the quarantine), named after the rule. A check
+passes when no row of the batch breaks its rule; `quarantine` and `warn` rules warn, `block`
+rules are blocking errors (the assets after that table do not run).
+
+The checks come straight from the stage's failure counts; no Great Expectations suite here.
+A run with nothing new reports the selected tables (nothing written) and the checks with the
+counts recorded with the watermark by the batch the tables last took in.
+"""
+
+import dataclasses
+import datetime as dt
+
+from dagster import (
+    AssetCheckKey,
+    AssetCheckResult,
+    AssetCheckSeverity,
+    AssetCheckSpec,
+    AssetExecutionContext,
+    AssetKey,
+    AssetsDefinition,
+    AssetSpec,
+    MaterializeResult,
+    MetadataValue,
+    TableColumn,
+    TableSchema,
+    multi_asset,
+)
+
+from pipelines.contract import Contract, EventType
+from pipelines.delta_tables import table_version
+from pipelines.ingest.spec import IngestSpec
+from pipelines.silver.schema import QUARANTINE_SCHEMA, silver_schema, table_schema
+from pipelines.silver.stage import (
+    QUARANTINE,
+    ContractSilverResult,
+    recorded_failures,
+    rule_checks,
+    run_contract_silver,
+)
+from pipelines.watermarks import WatermarkStore
+from resources.jetstream import JetStreamResource
+from resources.lakehouse import LakehouseResource
+from resources.spark import SparkResource
+
+
+def quarantine_table(stream: str) -> str:
+    """The quarantine table of a stream's contract silver: `quarantine/<stream lower>`."""
+    return f"quarantine/{stream.lower()}"
+
+
+def stage_name(stream: str) -> str:
+    """The watermark stage of a stream's contract silver (KV key `stage.silver.<lower>`)."""
+    return f"silver.{stream.lower()}"
+
+
+def declared_schema(event: EventType) -> TableSchema:
+    """The table's column schema without a Spark session: a derived column declared without
+    a type shows as `derived` (materialisations report the resolved type)."""
+    if all(d.type is not None for d in event.derived):
+        return table_schema(silver_schema(event))
+    columns = list(table_schema(silver_schema(dataclasses.replace(event, derived=()))).columns)
+    at = len(columns) - 6  # before stream, seq, subject, published, run_id, processed_at
+    derived = [
+        TableColumn(d.name, d.type.spark_sql if d.type else "derived", description=d.description)
+        for d in event.derived
+    ]
+    return TableSchema(columns=[*columns[:at], *derived, *columns[at:]])
+
+
+def build_contract_silver_asset(
+    contract: Contract,
+    ingest: IngestSpec,
+    *,
+    bronze_key: AssetKey,
+    quarantine: str | None = None,
+    group_name: str = "silver",
+) -> AssetsDefinition:
+    """The contract's silver multi-asset, reading `ingest`'s bronze table.
+
+    Args:
+        contract: the stream's event contract.
+        ingest: the ingest whose bronze table silver reads (its stream, table, and checkpoint
+            bucket, which holds the stage's watermark).
+        bronze_key: the bronze asset's key (the upstream of every silver table).
+        quarantine: the quarantine table; default `quarantine_table(ingest.stream)`.
+        group_name: the assets' group.
+
+    Returns:
+        The multi-asset `silver_<stream lower>` (resources jetstream, spark, lakehouse).
+    """
+    stream = ingest.stream
+    quarantine = quarantine or quarantine_table(stream)
+    keys = {e.name: AssetKey(e.table.split("/")) for e in contract.event_types}
+    keys[QUARANTINE] = AssetKey(quarantine.split("/"))
+    tables = {e.name: e.table for e in contract.event_types}
+    tables[QUARANTINE] = quarantine
+    specs = [
+        AssetSpec(
+            keys[e.name],
+            deps=[bronze_key],
+            description=e.description or f"Valid {e.name} events of {stream}, typed.",
+            group_name=group_name,
+            kinds={"spark", "delta"},
+            metadata={"dagster/column_schema": declared_schema(e), "event_type": e.name},
+        )
+        for e in contract.event_types
+    ]
+    specs.append(
+        AssetSpec(
+            keys[QUARANTINE],
+            deps=[bronze_key],
+            description=f"{stream}'s bronze rows that break a quarantine rule, with the rules.",
+            group_name=group_name,
+            kinds={"spark", "delta"},
+            metadata={"dagster/column_schema": table_schema(QUARANTINE_SCHEMA)},
+        )
+    )
+    checks = rule_checks(contract)
+    check_specs = [
+        AssetCheckSpec(
+            name=check.rule.name,
+            asset=keys[check.target],
+            description=f"[{check.rule.severity.value}] {check.rule.description}",
+            blocking=check.blocking,
+        )
+        for check in checks
+    ]
+
+    @multi_asset(
+        name=f"silver_{stream.lower()}",
+        specs=specs,
+        check_specs=check_specs,
+        # One batch feeds every table: a subset processes it into all and reports the selected.
+        can_subset=True,
+    )
+    def contract_silver(
+        context: AssetExecutionContext,
+        jetstream: JetStreamResource,
+        spark: SparkResource,
+        lakehouse: LakehouseResource,
+    ):
+        """Parses, checks, de-duplicates and routes new bronze rows by the event contract."""
+        client = jetstream.get_client()
+        session = spark.get_session()
+        paths = {target: lakehouse.table_path(table) for target, table in tables.items()}
+        result = run_contract_silver(
+            session,
+            WatermarkStore(client.create_key_value(ingest.checkpoint_bucket_spec())),
+            contract,
+            stream=stream,
+            bronze_path=lakehouse.table_path(ingest.table),
+            table_paths={name: paths[name] for name in tables if name != QUARANTINE},
+            quarantine_path=paths[QUARANTINE],
+            stage=stage_name(stream),
+            run_id=context.run.run_id,
+            now=dt.datetime.now(dt.UTC),
+            source_table=ingest.table,
+        )
+        failures = result.failures if result.processed else recorded_failures(result.watermark)
+        context.log.info(_summary(ingest.table, result))
+        selected = context.selected_asset_keys
+        for target, key in keys.items():
+            if key in selected:
+                yield _materialization(session, contract, target, key, paths[target], result)
+        selected_checks = context.selected_asset_check_keys
+        for check in checks:
+            key = AssetCheckKey(keys[check.target], check.rule.name)
+            failing = (failures or {}).get(check.target, {}).get(check.rule.name)
+            if key not in selected_checks or failing is None:
+                continue  # never processed a batch, or a rule added since: no verdict
+            yield AssetCheckResult(
+                asset_key=keys[check.target],
+                check_name=check.rule.name,
+                passed=failing == 0,
+                severity=AssetCheckSeverity.ERROR if check.blocking else AssetCheckSeverity.WARN,
+                description=check.rule.description,
+                metadata={
+                    "failing_rows": MetadataValue.int(failing),
+                    "severity": MetadataValue.text(check.rule.severity.value),
+                    "batch": MetadataValue.text(_batch(result)),
+                },
+            )
+
+    return contract_silver
+
+
+def _batch(result: ContractSilverResult) -> str:
+    if result.processed:
+        return f"bronze seq {result.bronze_start}-{result.bronze_end}"
+    watermark = result.watermark
+    if watermark is None or watermark.run_id is None:
+        return "none"
+    start = watermark.details.get("bronze_start", "?")
+    return f"bronze seq {start}-{watermark.position} (run {watermark.run_id}), unchanged since"
+
+
+def _summary(bronze: str, result: ContractSilverResult) -> str:
+    if not result.processed:
+        position = result.watermark.position if result.watermark else 0
+        return f"{bronze}: no rows after the silver watermark {position}: nothing written"
+    written = ", ".join(f"{n} {name}" for name, n in _written(result).items())
+    return (
+        f"{bronze} seq {result.bronze_start}-{result.bronze_end}: {result.rows_in} rows -> "
+        f"{written}; quarantined by rule {result.quarantined_by_rule}"
+    )
+
+
+def _written(result: ContractSilverResult) -> dict[str, int]:
+    written = {name: merge.inserted for name, merge in result.tables.items()}
+    written["quarantine"] = result.quarantine.inserted
+    return written
+
+
+def _materialization(session, contract, target, key, path, result) -> MaterializeResult:
+    merge = result.quarantine if target == QUARANTINE else result.tables[target]
+    metadata = {
+        "rows_in": MetadataValue.int(result.rows_in),
+        "rows_written": MetadataValue.int(merge.inserted),
+        "table_path": MetadataValue.path(path),
+        "bronze_range": MetadataValue.text(_batch(result)),
+    }
+    version = table_version(session, path)
+    if version is not None:
+        metadata["delta_version"] = MetadataValue.int(version)
+        metadata["dagster/row_count"] = MetadataValue.int(
+            session.read.format("delta").load(path).count()
+        )
+    if target == QUARANTINE:
+        for rule, rows in sorted(result.quarantined_by_rule.items()):
+            metadata[f"quarantined_{rule}"] = MetadataValue.int(rows)
+    else:
+        schema = silver_schema(contract.event_type(target), session)
+        metadata["dagster/column_schema"] = table_schema(schema)
+    return MaterializeResult(asset_key=key, metadata=metadata)

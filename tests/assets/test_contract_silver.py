@@ -1,0 +1,203 @@
+"""A declared ORDERS stream, end to end: provision, publish, materialise bronze and silver.
+
+Real nats-server (one per test: ORDERS captures `orders.>`), real Spark and Delta, Dagster's
+`materialize` on an ephemeral instance, everything built by the `JetStreamStream` component
+from `tests/pipelines/contract/fixtures/orders.yaml`. The 200 events are those of
+`tests/pipelines/silver/test_orders.py` (every tenth bad, ten kinds, two of each), except
+that the future shippedAt is a day after the real publish time.
+"""
+
+import datetime as dt
+import json
+from collections.abc import Iterator
+
+import pytest
+import yaml
+from dagster import AssetKey, ComponentTree, asset, materialize
+
+from pipelines.components.stream import IngestModel, JetStreamStream, StreamModel
+from pipelines.settings import PROJECT_DIR
+from resources.jetstream import EmbeddedNatsServer, JetStreamResource, reconcile
+from resources.lakehouse import LakehouseResource
+from resources.spark import SparkResource
+from tests.pipelines.silver.test_orders import RULES, amount, iso, kind_of, payload, placed
+
+CONTRACT_FILE = PROJECT_DIR / "tests/pipelines/contract/fixtures/orders.yaml"
+COUNT = 200
+PLACED_KEY = AssetKey(["silver", "orders_placed"])
+SHIPPED_KEY = AssetKey(["silver", "orders_shipped"])
+QUARANTINE_KEY = AssetKey(["quarantine", "orders"])
+# Failing rows per check: two rows of each bad kind, each kind breaking one rule.
+FAILING = {
+    (PLACED_KEY, "required_fields_present"): 2,
+    (PLACED_KEY, "field_types_valid"): 2,
+    (PLACED_KEY, "event_id_unique"): 2,
+    (PLACED_KEY, "amount_in_range"): 2,
+    (PLACED_KEY, "currency_in_allowed_values"): 2,
+    (PLACED_KEY, "order_id_format"): 0,
+    (SHIPPED_KEY, "required_fields_present"): 0,
+    (SHIPPED_KEY, "field_types_valid"): 0,
+    (SHIPPED_KEY, "event_id_unique"): 0,
+    (SHIPPED_KEY, "order_id_format"): 2,
+    (SHIPPED_KEY, "shipped_at_not_in_future"): 2,
+    (SHIPPED_KEY, "no_unknown_fields"): 2,
+    (QUARANTINE_KEY, "parseable_json"): 2,
+    (QUARANTINE_KEY, "known_event_type"): 2,
+}
+
+
+def component(**contract) -> JetStreamStream:
+    return JetStreamStream(
+        stream=StreamModel(name="ORDERS", subjects=["orders.>"]),
+        ingests=[IngestModel(name="orders_events", durable="orders-bronze", table="bronze/orders")],
+        **(contract or {"contract_file": str(CONTRACT_FILE)}),
+    )
+
+
+@pytest.fixture
+def server(tmp_path) -> Iterator[EmbeddedNatsServer]:
+    with EmbeddedNatsServer(store_dir=tmp_path / "nats") as server:
+        yield server
+
+
+@pytest.fixture
+def resources(tmp_path, server, spark) -> dict:
+    return {
+        "jetstream": JetStreamResource(servers=server.url),
+        "spark": SparkResource(),
+        "lakehouse": LakehouseResource(root=str(tmp_path / "lakehouse")),
+    }
+
+
+def provision_and_publish(declared: JetStreamStream, resources: dict) -> dt.datetime:
+    """Reconciles the declared topology and publishes the events; returns the future time."""
+    future = dt.datetime.now(dt.UTC) + dt.timedelta(days=1)
+    messages = []
+    for i in range(COUNT):
+        event = payload(i)
+        if kind_of(i) == "future_time":
+            event["data"]["shippedAt"] = iso(future)
+        data = event if isinstance(event, bytes) else json.dumps(event).encode()
+        messages.append(("orders.placed" if i % 2 == 0 else "orders.shipped", data))
+    with resources["jetstream"].client() as client:
+        reconcile(client, declared.topology())
+        client.publish_batch(messages)
+    return future
+
+
+def run(declared: JetStreamStream, resources, instance, *extra, raise_on_error=True):
+    defs = declared.build_defs(ComponentTree.for_test().load_context)
+    return materialize(
+        [*defs.assets, *extra], resources=resources, instance=instance,
+        raise_on_error=raise_on_error,
+    )  # fmt: skip
+
+
+def table(spark, resources, name: str):
+    return spark.read.format("delta").load(resources["lakehouse"].table_path(name))
+
+
+def checks(result) -> dict[tuple[AssetKey, str], tuple[bool, int, str]]:
+    return {
+        (e.asset_key, e.check_name): (
+            e.passed,
+            e.metadata["failing_rows"].value,
+            e.severity.value,
+        )
+        for e in result.get_asset_check_evaluations()
+    }
+
+
+def expected_quarantine() -> dict[int, tuple]:
+    rows = {}
+    for i in range(COUNT):
+        kind = kind_of(i)
+        if kind in (None, "future_time"):
+            continue
+        event = payload(i)
+        ids = (None, None) if kind == "malformed_json" else (event["eventId"], event["eventType"])
+        rows[i + 1] = (RULES[kind], *ids)
+    return rows
+
+
+def test_declared_orders_land_in_silver_and_quarantine_exactly_once_with_a_check_per_rule(
+    spark, resources, dagster_instance
+):
+    declared = component()
+    provision_and_publish(declared, resources)
+
+    first = run(declared, resources, dagster_instance)
+
+    assert first.success
+    placed_rows = table(spark, resources, "silver/orders_placed").select(
+        "event_id", "order_id", "customer_id", "amount", "currency", "amount_cents", "seq",
+        "subject",
+    )  # fmt: skip
+    assert {tuple(r) for r in placed_rows.collect()} == {
+        (
+            f"evt-{i:04d}",
+            f"ORD-{i:06d}",
+            f"cust-{i % 37:03d}",
+            amount(i),
+            placed(i)["data"]["currency"],
+            int(amount(i) * 100),
+            i + 1,
+            "orders.placed",
+        )
+        for i in range(0, COUNT, 2)
+        if kind_of(i) is None
+    }
+    shipped_rows = table(spark, resources, "silver/orders_shipped").collect()
+    assert {(r.event_id, r.order_id, r.seq) for r in shipped_rows} == {
+        (f"evt-{i:04d}", f"ORD-{i - 1:06d}", i + 1)
+        for i in range(1, COUNT, 2)
+        if kind_of(i) in (None, "future_time")
+    }
+    late = sorted(r.seq for r in shipped_rows if r.shipped_at > r.published)
+    assert late == [i + 1 for i in range(COUNT) if kind_of(i) == "future_time"]
+    quarantine = table(spark, resources, "quarantine/orders")
+    assert {
+        r.seq: (r.failed_rules, r.event_id, r.event_type)
+        for r in quarantine.select("seq", "failed_rules", "event_id", "event_type").collect()
+    } == expected_quarantine()
+    assert (len(placed_rows.collect()), len(shipped_rows), quarantine.count()) == (100, 82, 18)
+    assert checks(first) == {
+        key: (failing == 0, failing, "WARN") for key, failing in FAILING.items()
+    }
+    written = {
+        m.asset_key: m.metadata["rows_written"].value
+        for m in first.asset_materializations_for_node("silver_orders")
+    }
+    assert written == {PLACED_KEY: 100, SHIPPED_KEY: 82, QUARANTINE_KEY: 18}
+
+    before = {name: sorted(map(tuple, table(spark, resources, name).collect())) for name in (
+        "silver/orders_placed", "silver/orders_shipped", "quarantine/orders")}  # fmt: skip
+    second = run(declared, resources, dagster_instance)
+
+    assert second.success
+    after = {name: sorted(map(tuple, table(spark, resources, name).collect())) for name in before}
+    assert after == before
+    assert checks(second) == checks(first)
+
+
+def test_a_failing_block_rule_is_a_blocking_error_and_what_follows_does_not_run(
+    spark, resources, dagster_instance
+):
+    contract = yaml.safe_load(CONTRACT_FILE.read_text())
+    contract["events"]["OrderShipped"]["fields"]["data.shippedAt"]["severity"] = "block"
+    declared = component(contract=contract)
+    provision_and_publish(declared, resources)
+    ran = []
+
+    @asset(deps=[SHIPPED_KEY])
+    def shipping_report() -> None:
+        ran.append(True)
+
+    result = run(declared, resources, dagster_instance, shipping_report, raise_on_error=False)
+
+    assert not result.success
+    assert checks(result)[(SHIPPED_KEY, "shipped_at_not_in_future")] == (False, 2, "ERROR")
+    assert checks(result)[(SHIPPED_KEY, "order_id_format")] == (False, 2, "WARN")
+    assert ran == []
+    # A block rule does not move rows: the two shipments dated tomorrow stay in silver.
+    assert table(spark, resources, "silver/orders_shipped").count() == 82
