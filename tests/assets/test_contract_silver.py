@@ -15,7 +15,12 @@ import pytest
 import yaml
 from dagster import AssetKey, ComponentTree, asset, materialize
 
-from pipelines.components.stream import IngestModel, JetStreamStream, StreamModel
+from pipelines.components.stream import (
+    ComponentDeclarationError,
+    IngestModel,
+    JetStreamStream,
+    StreamModel,
+)
 from pipelines.settings import PROJECT_DIR
 from resources.jetstream import EmbeddedNatsServer, JetStreamResource, reconcile
 from resources.lakehouse import LakehouseResource
@@ -201,3 +206,17 @@ def test_a_failing_block_rule_is_a_blocking_error_and_what_follows_does_not_run(
     assert ran == []
     # A block rule does not move rows: the two shipments dated tomorrow stay in silver.
     assert table(spark, resources, "silver/orders_shipped").count() == 82
+
+
+def test_silver_reads_the_ingest_silver_from_names_and_refuses_an_unknown_one():
+    second = IngestModel(name="orders_audit", durable="orders-audit", table="audit/orders")
+    declared = component().model_copy(update={"silver_from": "orders_audit"})
+    declared.ingests.append(second)
+
+    defs = declared.build_defs(ComponentTree.for_test().load_context)
+    silver = next(a for a in defs.assets if getattr(a, "node_def", None) and PLACED_KEY in a.keys)
+
+    assert silver.asset_deps[PLACED_KEY] == {AssetKey(["bronze", "orders_audit"])}
+    wrong = declared.model_copy(update={"silver_from": "orders_evnts"})
+    with pytest.raises(ComponentDeclarationError, match="silver_from 'orders_evnts' names no"):
+        wrong.build_defs(ComponentTree.for_test().load_context)
