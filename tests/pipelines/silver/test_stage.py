@@ -1,0 +1,108 @@
+"""`run_contract_silver`: bronze rows past the watermark, written once, whatever crashes.
+
+Real Spark and Delta, the watermark in a real KV bucket; bronze rows are those of
+`test_orders.py` (ORDERS, every tenth bad), written to a Delta table.
+"""
+
+import pytest
+
+from pipelines.silver.stage import QUARANTINE, run_contract_silver
+from pipelines.watermarks import WatermarkStore
+from resources.jetstream import KeyValueSpec
+from tests.pipelines.silver.test_orders import CONTRACT, NOW, STREAM, bronze_rows
+
+
+class Crash(Exception):
+    pass
+
+
+class CrashingStore(WatermarkStore):
+    """Crashes where a process would die between the table writes and the watermark."""
+
+    def save(self, watermark):
+        raise Crash("died before moving the watermark")
+
+
+@pytest.fixture
+def paths(table_root) -> dict:
+    return {
+        "bronze_path": str(table_root / "bronze/orders"),
+        "table_paths": {
+            "OrderPlaced": str(table_root / "silver/orders_placed"),
+            "OrderShipped": str(table_root / "silver/orders_shipped"),
+        },
+        "quarantine_path": str(table_root / "quarantine/orders"),
+    }
+
+
+@pytest.fixture
+def store(js, unique_name) -> WatermarkStore:
+    return WatermarkStore(js.create_key_value(KeyValueSpec(unique_name)))
+
+
+def land(spark, paths, indexes) -> None:
+    bronze_rows(spark, indexes).write.format("delta").mode("append").save(paths["bronze_path"])
+
+
+def run(spark, store, paths, run_id="run-1"):
+    return run_contract_silver(
+        spark, store, CONTRACT, stream=STREAM, stage="silver.orders", run_id=run_id, now=NOW,
+        source_table="bronze/orders", **paths,
+    )  # fmt: skip
+
+
+def rows(spark, paths) -> dict[str, list]:
+    every = {**paths["table_paths"], QUARANTINE: paths["quarantine_path"]}
+    return {
+        name: sorted(map(tuple, spark.read.format("delta").load(path).collect()))
+        for name, path in every.items()
+    }
+
+
+def test_a_crash_before_the_watermark_moves_duplicates_nothing_on_the_next_run(spark, store, paths):
+    land(spark, paths, range(200))
+    with pytest.raises(Crash):
+        run(spark, CrashingStore(store.bucket), paths)
+    written = rows(spark, paths)
+
+    again = run(spark, store, paths, run_id="run-2")
+
+    assert {name: len(found) for name, found in written.items()} == {
+        "OrderPlaced": 100,
+        "OrderShipped": 82,
+        QUARANTINE: 18,
+    }
+    assert {name: m.inserted for name, m in again.tables.items()} == {
+        "OrderPlaced": 0,
+        "OrderShipped": 0,
+    }
+    assert again.quarantine.inserted == 0
+    assert rows(spark, paths) == written
+    assert (again.bronze_start, again.bronze_end, again.rows_in) == (1, 200, 200)
+    assert store.load("silver.orders").position == 200
+    assert again.failures["OrderShipped"]["shipped_at_not_in_future"] == 2
+    assert again.failures[QUARANTINE] == {"parseable_json": 2, "known_event_type": 2}
+    assert sum(again.quarantined_by_rule.values()) == 18
+
+
+def test_the_next_batch_is_judged_against_earlier_runs_and_an_idle_run_keeps_the_counts(
+    spark, store, paths
+):
+    land(spark, paths, range(200))
+    first = run(spark, store, paths)
+    land(spark, paths, range(200, 300))
+
+    second = run(spark, store, paths, run_id="run-2")
+    idle = run(spark, store, paths, run_id="run-3")
+
+    assert (second.bronze_start, second.bronze_end) == (201, 300)
+    # Row 279 copies evt-0190 of the first batch: a later copy, quarantined.
+    quarantine = spark.read.format("delta").load(paths["quarantine_path"])
+    copy = quarantine.where("seq = 280").select("failed_rules", "event_id").first()
+    assert (copy.failed_rules, copy.event_id) == (["event_id_unique"], "evt-0190")
+    assert second.failures["OrderPlaced"]["event_id_unique"] == 1
+    assert first.failures["OrderPlaced"]["event_id_unique"] == 2
+    assert not idle.processed
+    assert idle.failures == {}
+    assert idle.watermark.position == 300
+    assert idle.watermark.details["failures"] == second.failures
