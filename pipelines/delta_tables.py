@@ -96,6 +96,7 @@ def merge_new_rows(
     schema: StructType,
     *,
     keys: Sequence[str] = SOURCE_KEY,
+    seqs: tuple[int, int] | None = None,
 ) -> MergeOutcome:
     """Inserts the rows whose `keys` the table lacks; rows already there stay as they are.
 
@@ -108,6 +109,10 @@ def merge_new_rows(
         path: the Delta table.
         schema: the table's schema (used to create it).
         keys: the columns identifying a row.
+        seqs: (first, last) when every row's `seq` is in that range (one batch of bronze):
+            the merge condition then bounds the table's `seq` to it too. The same rows
+            match, and Delta skips, by its per-file `seq` statistics, the files no row of the
+            batch can be in, instead of reading every file's keys.
 
     Returns:
         The number of rows inserted and the table's version after the merge.
@@ -116,6 +121,9 @@ def merge_new_rows(
     if rows.isEmpty():
         return MergeOutcome(0, table_version(spark, path))
     condition = " AND ".join(f"t.`{key}` = s.`{key}`" for key in keys)
+    if seqs is not None:
+        first, last = (int(seq) for seq in seqs)
+        condition += f" AND t.`seq` BETWEEN {first} AND {last}"
     inserted = merge_insert_only(spark, rows.select(*schema.fieldNames()), path, condition)
     return MergeOutcome(inserted, table_version(spark, path))
 

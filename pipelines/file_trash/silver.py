@@ -40,6 +40,7 @@ from pyspark.sql.types import (
 
 from pipelines.file_trash import rules
 from pipelines.file_trash.rules import FILE_DELETED_EVENT, FILE_TRASHED_EVENT, TRASH_RETENTION
+from pipelines.silver.parse import payload_problem
 
 ISO_TIMESTAMP_FORMAT = "yyyy-MM-dd'T'HH:mm:ss[.SSSSSSSSS]XXX"
 _INTEGER_KINDS = ("TINYINT", "SMALLINT", "INT", "BIGINT")
@@ -204,27 +205,6 @@ def _problems(*, missing: bool = False) -> Column:
     return F.array_compact(F.concat(envelope, data.otherwise(no_data)))
 
 
-def _payload_problem(text: Column, doc: Column, extra: Column) -> Column:
-    kind = F.schema_of_variant(doc)
-    other = (
-        F.when(kind.startswith("ARRAY"), "a JSON array")
-        .when(kind == "STRING", "a JSON string")
-        .when(kind == "VOID", "JSON null")
-        .when(kind == "BOOLEAN", "a JSON boolean")
-        .otherwise("a JSON number")
-    )
-    return (
-        F.when(F.length(text) == 0, F.lit("payload is empty"))
-        .when(~F.is_valid_utf8(text), F.lit("payload is not valid UTF-8"))
-        .when(doc.isNull() | extra.isNotNull(), F.lit("payload is not valid JSON"))
-        .when(
-            ~kind.startswith("OBJECT"),
-            F.concat(F.lit("payload is "), other, F.lit(", not an object")),
-        )
-        .when(~text.rlike(r"\}\s*$"), F.lit("payload has content after the JSON object"))
-    )
-
-
 def parse_events(bronze: DataFrame) -> DataFrame:
     """Parses bronze payloads into a checked frame, without the duplicate check.
 
@@ -245,7 +225,7 @@ def parse_events(bronze: DataFrame) -> DataFrame:
     frame = frame.withColumns({"_doc": doc, "_extra": extra})
     frame = frame.withColumns(
         {
-            rules.PAYLOAD_PROBLEM: _payload_problem(F.col("_text"), F.col("_doc"), F.col("_extra")),
+            rules.PAYLOAD_PROBLEM: payload_problem(F.col("_text"), F.col("_doc"), F.col("_extra")),
             **{
                 f"_v{f.column}": F.variant_get("_doc", f"$.{f.path}", "variant")
                 for f in _ALL_FIELDS

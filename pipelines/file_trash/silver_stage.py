@@ -32,13 +32,10 @@ from dataclasses import dataclass, field
 
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
-from pyspark.sql.types import StructType
 
 from pipelines.delta_tables import (
-    SOURCE_KEY,
     MergeOutcome,
-    ensure_table,
-    merge_insert_only,
+    merge_new_rows,
     read_table,
     table_version,
 )
@@ -158,25 +155,6 @@ def existing_keys(
     return keys.join(among, ["event_type", "event_id"], "left_semi").select(*columns)
 
 
-def merge_batch(
-    spark: SparkSession, rows: DataFrame, path: str, schema: StructType, *, seqs: tuple[int, int]
-) -> MergeOutcome:
-    """`merge_new_rows` of one batch whose rows all have a seq in `seqs` (first, last).
-
-    The merge condition also bounds the table's seq to that range: the same rows match, and
-    Delta skips, by its per-file seq statistics, the files no row of the batch can be in,
-    instead of reading every file's keys.
-    """
-    ensure_table(spark, path, schema)
-    if rows.isEmpty():
-        return MergeOutcome(0, table_version(spark, path))
-    first, last = (int(seq) for seq in seqs)
-    condition = " AND ".join(f"t.`{key}` = s.`{key}`" for key in SOURCE_KEY)
-    condition += f" AND t.`seq` BETWEEN {first} AND {last}"
-    inserted = merge_insert_only(spark, rows.select(*schema.fieldNames()), path, condition)
-    return MergeOutcome(inserted, table_version(spark, path))
-
-
 def run_silver(
     spark: SparkSession,
     paths: SilverPaths,
@@ -261,21 +239,23 @@ def run_silver(
         }
         seqs = (bounds[0], bounds[1])
         outcomes = (
-            merge_batch(
+            merge_new_rows(
                 spark,
                 valid[FILE_DELETED],
                 paths.file_deleted,
                 silver.SILVER_FILE_DELETED_SCHEMA,
                 seqs=seqs,
             ),
-            merge_batch(
+            merge_new_rows(
                 spark,
                 valid[FILE_TRASHED],
                 paths.file_trashed,
                 silver.SILVER_FILE_TRASHED_SCHEMA,
                 seqs=seqs,
             ),
-            merge_batch(spark, quarantine, paths.quarantine, silver.QUARANTINE_SCHEMA, seqs=seqs),
+            merge_new_rows(
+                spark, quarantine, paths.quarantine, silver.QUARANTINE_SCHEMA, seqs=seqs
+            ),
         )
         saved = watermarks.save(
             watermark.advanced(

@@ -44,7 +44,15 @@ def _no_fields() -> Column:
     return F.create_map().cast("map<string,string>")
 
 
-def _payload_problem(text: Column, doc: Column, extra: Column) -> Column:
+def payload_problem(text: Column, doc: Column, extra: Column) -> Column:
+    """Why a payload is not one JSON object (empty, not UTF-8, not JSON, another JSON type,
+    content after it); null when it is one.
+
+    Args:
+        text: the payload as a string.
+        doc: the payload's JSON value as a variant; null when it is not valid JSON.
+        extra: a second JSON value after the first; non-null when the text goes on.
+    """
     kind = F.schema_of_variant(doc)
     other = (
         F.when(kind.startswith("ARRAY"), "a JSON array")
@@ -222,7 +230,7 @@ def parse_events(bronze: DataFrame, contract: Contract) -> DataFrame:
     frame = frame.withColumns({"_doc": doc, "_extra": extra})
     frame = frame.withColumns(
         {
-            PAYLOAD_PROBLEM: _payload_problem(F.col("_text"), F.col("_doc"), F.col("_extra")),
+            PAYLOAD_PROBLEM: payload_problem(F.col("_text"), F.col("_doc"), F.col("_extra")),
             **{
                 f"_v{n}": F.variant_get("_doc", json_path(p), "variant")
                 for p, n in cols.paths.items()

@@ -26,15 +26,12 @@ from dataclasses import dataclass, field
 
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
-from pyspark.sql.types import StructType
 
 from pipelines.contract import Contract, Rule, Severity
 from pipelines.contract.rules import KNOWN_EVENT_TYPE, PARSEABLE_JSON
 from pipelines.delta_tables import (
-    SOURCE_KEY,
     MergeOutcome,
-    ensure_table,
-    merge_insert_only,
+    merge_new_rows,
     read_table,
     table_version,
 )
@@ -111,21 +108,6 @@ def recorded_failures(watermark: Watermark | None) -> dict[str, dict[str, int]] 
         for target, counts in recorded.items()
         if isinstance(counts, dict)
     }
-
-
-def merge_batch(
-    spark: SparkSession, rows: DataFrame, path: str, schema: StructType, *, seqs: tuple[int, int]
-) -> MergeOutcome:
-    """Inserts the rows whose (stream, seq) the table lacks, the table's seq bounded to `seqs`
-    (Delta skips the files outside by their statistics); creates the table if missing."""
-    ensure_table(spark, path, schema)
-    if rows.isEmpty():
-        return MergeOutcome(0, table_version(spark, path))
-    first, last = (int(seq) for seq in seqs)
-    condition = " AND ".join(f"t.`{key}` = s.`{key}`" for key in SOURCE_KEY)
-    condition += f" AND t.`seq` BETWEEN {first} AND {last}"
-    inserted = merge_insert_only(spark, rows.select(*schema.fieldNames()), path, condition)
-    return MergeOutcome(inserted, table_version(spark, path))
 
 
 def _check_paths(contract: Contract, table_paths: Mapping[str, str]) -> None:
@@ -222,7 +204,7 @@ def run_contract_silver(
         }
         seqs = (first, last)
         outcomes = {
-            e.name: merge_batch(
+            e.name: merge_new_rows(
                 spark,
                 batch.tables[e.name],
                 table_paths[e.name],
@@ -231,7 +213,9 @@ def run_contract_silver(
             )
             for e in contract.event_types
         }
-        quarantined = merge_batch(spark, quarantine, quarantine_path, QUARANTINE_SCHEMA, seqs=seqs)
+        quarantined = merge_new_rows(
+            spark, quarantine, quarantine_path, QUARANTINE_SCHEMA, seqs=seqs
+        )
         saved = watermarks.save(
             watermark.advanced(
                 last,

@@ -76,7 +76,7 @@ def full_read_and_unbounded_merges(monkeypatch) -> None:
     )
     monkeypatch.setattr(
         silver_stage,
-        "merge_batch",
+        "merge_new_rows",
         lambda spark, rows, path, schema, seqs: merge_new_rows(spark, rows, path, schema),
     )
 
