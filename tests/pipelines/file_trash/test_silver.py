@@ -177,20 +177,23 @@ def test_routing_follows_event_type_not_subject(spark):
     assert keys(batch.file_trashed) == [2]
 
 
+# Valid rows of both types, a duplicate, broken rules and unparseable payloads, mixed.
+MIXED_PAYLOADS = [
+    deleted_event("e-1"),
+    trashed_event("t-1"),
+    deleted_event("e-1"),  # a duplicate
+    changed(deleted_event("e-2"), "data.fileSize", -1),
+    changed(deleted_event("e-3"), "eventType", "FileRenamedEvent"),
+    b"{",
+    b"[]",
+    "null",
+    changed(trashed_event("t-2"), "data.trashId", MISSING),
+    deleted_event("e-4", fileName="résumé ✓.pdf"),
+]
+
+
 def test_every_bronze_row_lands_in_exactly_one_output(spark):
-    payloads = [
-        deleted_event("e-1"),
-        trashed_event("t-1"),
-        deleted_event("e-1"),  # a duplicate
-        changed(deleted_event("e-2"), "data.fileSize", -1),
-        changed(deleted_event("e-3"), "eventType", "FileRenamedEvent"),
-        b"{",
-        b"[]",
-        "null",
-        changed(trashed_event("t-2"), "data.trashId", MISSING),
-        deleted_event("e-4", fileName="résumé ✓.pdf"),
-    ]
-    batch = route(bronze(spark, payloads))
+    batch = route(bronze(spark, MIXED_PAYLOADS))
 
     outputs = [keys(batch.file_deleted), keys(batch.file_trashed), keys(batch.quarantine)]
     assert sorted(seq for seqs in outputs for seq in seqs) == list(range(1, 11))

@@ -15,6 +15,7 @@ from pipelines.settings import PROJECT_DIR
 from pipelines.silver import parse_events, route
 from tests.pipelines.file_trash.test_silver import (
     MISSING,
+    MIXED_PAYLOADS,
     NOW,
     SOURCE,
     bronze,
@@ -27,16 +28,7 @@ from tests.pipelines.file_trash.test_silver import (
 CONTRACT = read_contract(PROJECT_DIR / "pipelines" / "file_trash" / "contract.yaml")
 TABLES = {"FileDeletedEvent": "file_deleted", "FilePlacedInTrashEvent": "file_trashed"}
 PAYLOADS = [
-    deleted_event("e-1"),
-    trashed_event("t-1"),
-    deleted_event("e-1"),  # a duplicate
-    changed(deleted_event("e-2"), "data.fileSize", -1),
-    changed(deleted_event("e-3"), "eventType", "FileRenamedEvent"),
-    b"{",
-    b"[]",
-    "null",
-    changed(trashed_event("t-2"), "data.trashId", MISSING),
-    deleted_event("e-4", fileName="résumé ✓.pdf"),
+    *MIXED_PAYLOADS,
     b"42",
     b"",
     b'"text"',
