@@ -4,13 +4,19 @@
 one multi-asset (`pipelines.silver.stage.run_contract_silver` does the work): an asset per
 event type's table (key = its table, `silver/orders_placed`), one for the quarantine
 (`quarantine/<stream lower>`), and one asset check per rule and table it applies to
-(`parseable_json` and `known_event_type` on the quarantine), named after the rule. A check
-passes when no row of the batch breaks its rule; `quarantine` and `warn` rules warn, `block`
-rules are blocking errors (the assets after that table do not run).
+(`parseable_json` and `known_event_type` on the quarantine), named after the rule.
 
-The checks come straight from the stage's failure counts; no Great Expectations suite here.
+A rule Great Expectations can check (required fields, a unique event id, every constraint)
+gets its verdict from the event type's generated suite (`pipelines.silver.expectations`): it
+passes when every expectation tagged with the rule holds on at least `mostly` of the batch's
+rows. The others (`parseable_json`, `known_event_type`, `field_types_valid`,
+`no_unknown_fields`) pass when no row of the batch breaks them. `quarantine` and `warn`
+rules warn, `block` rules are blocking errors (the assets after that table do not run). Every
+check's metadata has the rows the stage flagged (`failing_rows`) and, for GX, the
+expectations and their unexpected rows.
+
 A run with nothing new reports the selected tables (nothing written) and the checks with the
-counts recorded with the watermark by the batch the tables last took in.
+verdicts recorded with the watermark by the batch the tables last took in.
 """
 
 import dataclasses
@@ -35,6 +41,7 @@ from dagster import (
 from pipelines.contract import Contract, EventType
 from pipelines.delta_tables import table_version
 from pipelines.ingest.spec import IngestSpec
+from pipelines.silver.expectations import recorded_outcomes
 from pipelines.silver.schema import QUARANTINE_SCHEMA, silver_schema, table_schema
 from pipelines.silver.stage import (
     QUARANTINE,
@@ -46,6 +53,7 @@ from pipelines.silver.stage import (
 from pipelines.watermarks import WatermarkStore
 from resources.jetstream import JetStreamResource
 from resources.lakehouse import LakehouseResource
+from resources.quality import DataQualityResource
 from resources.spark import SparkResource
 
 
@@ -80,6 +88,7 @@ def build_contract_silver_asset(
     bronze_key: AssetKey,
     quarantine: str | None = None,
     group_name: str = "silver",
+    mostly: float = 1.0,
 ) -> AssetsDefinition:
     """The contract's silver multi-asset, reading `ingest`'s bronze table.
 
@@ -90,10 +99,18 @@ def build_contract_silver_asset(
         bronze_key: the bronze asset's key (the upstream of every silver table).
         quarantine: the quarantine table; default `quarantine_table(ingest.stream)`.
         group_name: the assets' group.
+        mostly: the share of a batch's rows each Great Expectations expectation needs, in
+            (0, 1]; 1.0 fails a check on any row that breaks its rule.
 
     Returns:
-        The multi-asset `silver_<stream lower>` (resources jetstream, spark, lakehouse).
+        The multi-asset `silver_<stream lower>` (resources jetstream, spark, lakehouse,
+        quality).
+
+    Raises:
+        ValueError: `mostly` is out of range.
     """
+    if not 0 < mostly <= 1:
+        raise ValueError(f"mostly must be in (0, 1], got {mostly!r}; e.g. 0.99 for 99% of rows")
     stream = ingest.stream
     quarantine = quarantine or quarantine_table(stream)
     keys = {e.name: AssetKey(e.table.split("/")) for e in contract.event_types}
@@ -144,10 +161,12 @@ def build_contract_silver_asset(
         jetstream: JetStreamResource,
         spark: SparkResource,
         lakehouse: LakehouseResource,
+        quality: DataQualityResource,
     ):
         """Parses, checks, de-duplicates and routes new bronze rows by the event contract."""
         client = jetstream.get_client()
         session = spark.get_session()
+        now = dt.datetime.now(dt.UTC)
         paths = {target: lakehouse.table_path(table) for target, table in tables.items()}
         result = run_contract_silver(
             session,
@@ -159,35 +178,58 @@ def build_contract_silver_asset(
             quarantine_path=paths[QUARANTINE],
             stage=stage_name(stream),
             run_id=context.run.run_id,
-            now=dt.datetime.now(dt.UTC),
+            now=now,
             source_table=ingest.table,
+            validate=lambda frame, suite: quality.validate_dataframe(
+                frame, suite, evaluated_at=now, meta={"run_id": context.run.run_id}
+            ),
+            mostly=mostly,
         )
-        failures = result.failures if result.processed else recorded_failures(result.watermark)
         context.log.info(_summary(ingest.table, result))
         selected = context.selected_asset_keys
         for target, key in keys.items():
             if key in selected:
                 yield _materialization(session, contract, target, key, paths[target], result)
-        selected_checks = context.selected_asset_check_keys
-        for check in checks:
-            key = AssetCheckKey(keys[check.target], check.rule.name)
-            failing = (failures or {}).get(check.target, {}).get(check.rule.name)
-            if key not in selected_checks or failing is None:
-                continue  # never processed a batch, or a rule added since: no verdict
-            yield AssetCheckResult(
-                asset_key=keys[check.target],
-                check_name=check.rule.name,
-                passed=failing == 0,
-                severity=AssetCheckSeverity.ERROR if check.blocking else AssetCheckSeverity.WARN,
-                description=check.rule.description,
-                metadata={
-                    "failing_rows": MetadataValue.int(failing),
-                    "severity": MetadataValue.text(check.rule.severity.value),
-                    "batch": MetadataValue.text(_batch(result)),
-                },
-            )
+        wanted = context.selected_asset_check_keys
+        yield from _check_results(checks, keys, result, mostly, wanted)
 
     return contract_silver
+
+
+def _check_results(checks, keys, result: ContractSilverResult, mostly: float, wanted):
+    """One `AssetCheckResult` per wanted check with a verdict: from the batch's GX outcomes
+    for the rules GX checks, else from the stage's failing rows; as recorded with the
+    watermark when nothing was new."""
+    if result.processed:
+        failures, expectations = result.failures, result.expectations
+    else:
+        failures = recorded_failures(result.watermark) or {}
+        expectations = recorded_outcomes(result.watermark.details if result.watermark else {})
+    for check in checks:
+        key = AssetCheckKey(keys[check.target], check.rule.name)
+        failing = failures.get(check.target, {}).get(check.rule.name)
+        if key not in wanted or failing is None:
+            continue  # never processed a batch, or a rule added since: no verdict
+        metadata = {
+            "failing_rows": MetadataValue.int(failing),
+            "severity": MetadataValue.text(check.rule.severity.value),
+            "batch": MetadataValue.text(_batch(result)),
+            "verdict_from": MetadataValue.text("failing_rows"),
+        }
+        gx = expectations.get(check.target, {}).get(check.rule.name)
+        if gx is not None:
+            metadata["verdict_from"] = MetadataValue.text("great_expectations")
+            metadata["expectations"] = MetadataValue.text(", ".join(gx["expectations"]))
+            metadata["unexpected_rows"] = MetadataValue.int(int(gx["unexpected"]))
+            metadata["mostly"] = MetadataValue.float(mostly)
+        yield AssetCheckResult(
+            asset_key=keys[check.target],
+            check_name=check.rule.name,
+            passed=bool(gx["passed"]) if gx is not None else failing == 0,
+            severity=AssetCheckSeverity.ERROR if check.blocking else AssetCheckSeverity.WARN,
+            description=check.rule.description,
+            metadata=metadata,
+        )
 
 
 def _batch(result: ContractSilverResult) -> str:

@@ -210,6 +210,13 @@ class JetStreamStream(Component, Model, Resolvable):
         description="The ingest whose bronze table the contract's silver reads (default: the "
         "first).",
     )
+    check_mostly: float = Field(
+        default=1.0,
+        gt=0,
+        le=1,
+        description="The share of a batch's rows each Great Expectations check needs (1.0: "
+        "a check fails on any row that breaks its rule).",
+    )
 
     def read_contract(self, directory: Path) -> Contract | None:
         """The declared contract (None without one), read relative to `directory`, the
@@ -300,6 +307,7 @@ class JetStreamStream(Component, Model, Resolvable):
             contract,
             source.spec,
             bronze_key=bronze_asset_key(source.spec, source.key_prefix),
+            mostly=self.check_mostly,
         )
 
 

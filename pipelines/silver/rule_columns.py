@@ -43,7 +43,7 @@ from pipelines.silver.layout import (
 )
 from pipelines.silver.variant_types import ISO_TIMESTAMP_FORMAT
 
-_FORMATS = {
+FORMAT_PATTERNS = {
     StringFormat.UUID: r"^[0-9a-fA-F]{8}(-[0-9a-fA-F]{4}){3}-[0-9a-fA-F]{12}\z",
     StringFormat.EMAIL: r"^[^@\s]+@[^@\s]+\.[^@\s.]+\z",
 }
@@ -67,6 +67,15 @@ def plus(timestamp: Column, delta: dt.timedelta) -> Column:
     return F.timestamp_micros(
         F.unix_micros(timestamp) + F.lit(delta // dt.timedelta(microseconds=1))
     )
+
+
+def latest_allowed(constraint: NotInFuture, kind: TypeKind) -> Column:
+    """The latest value a `not_in_future` field may hold: the row's publish time plus the
+    skew (for a date: that instant's UTC day)."""
+    latest = plus(F.col("published"), constraint.skew)
+    if kind is TypeKind.DATE:
+        return F.date_from_unix_date(F.floor(F.unix_micros(latest) / _MICROS_PER_DAY).cast("int"))
+    return latest
 
 
 def _iso(column: Column) -> Column:
@@ -117,20 +126,17 @@ def _constraint(rule: Rule, value: Column, kind: TypeKind) -> tuple[Column, Colu
         if c.format is StringFormat.DATE_TIME:
             ok = F.try_to_timestamp(value, F.lit(ISO_TIMESTAMP_FORMAT)).isNotNull()
         else:
-            ok = value.rlike(_FORMATS[c.format])
+            ok = value.rlike(FORMAT_PATTERNS[c.format])
         return ~ok, F.concat(
             F.lit(f"{path} "), _quoted(value), F.lit(f" is not a valid {c.format}")
         )
     if isinstance(c, NotInFuture):
-        latest = plus(F.col("published"), c.skew)
+        latest = latest_allowed(c, kind)
         if kind is TypeKind.DATE:
-            latest_day = F.date_from_unix_date(
-                F.floor(F.unix_micros(latest) / _MICROS_PER_DAY).cast("int")
-            )
-            return value > latest_day, F.concat(
+            return value > latest, F.concat(
                 F.lit(f"{path} "), value.cast("string"),
                 F.lit(" is after the day of its publish time + skew ("),
-                latest_day.cast("string"), F.lit(")"),
+                latest.cast("string"), F.lit(")"),
             )  # fmt: skip
         return value > latest, F.concat(
             F.lit(f"{path} "), _iso(value), F.lit(" is later than its publish time + clock skew ("),

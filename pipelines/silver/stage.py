@@ -7,11 +7,13 @@ mechanics as the file-trash stage (`pipelines/file_trash/silver_stage.py`):
 2. take the stream's bronze rows after it, from one pinned version of the bronze table;
 3. parse and route them by the contract (`parse_events`, `route`), judging `event_id_unique`
    against the prior rows whose key is among the batch's (`colliding_keys`);
-4. count each rule's failing rows for the asset checks (`rule_failures`);
+4. count each rule's failing rows for the asset checks (`rule_failures`) and, given a
+   `validate`, run each event type's Great Expectations suite on its candidates
+   (`pipelines.silver.expectations`);
 5. merge each event type's rows into its table and the rest into quarantine, keyed on the
    bronze row (stream, seq) with an insert-only MERGE bounded to the batch's seqs;
 6. move the watermark to the batch's last sequence (compare-and-set), recording the batch's
-   first sequence and the rules' failure counts.
+   first sequence, the rules' failure counts and the suites' outcomes per rule.
 
 A crash before step 6 makes the next run take the same rows again; the merges insert nothing
 twice. A run with nothing new writes nothing and returns the watermark, whose recorded
@@ -21,7 +23,7 @@ counts still describe what the tables hold.
 from __future__ import annotations
 
 import datetime as dt
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 
 from pyspark.sql import DataFrame, SparkSession
@@ -37,11 +39,16 @@ from pipelines.delta_tables import (
 )
 from pipelines.ingest.bronze import BRONZE_SCHEMA
 from pipelines.silver.duplicates import colliding_keys, event_keys
+from pipelines.silver.expectations import contract_suite, expectation_frame, rule_outcomes
 from pipelines.silver.parse import parse_events
 from pipelines.silver.route import route, rule_failures
 from pipelines.silver.rule_columns import silver_rules
 from pipelines.silver.schema import QUARANTINE_SCHEMA, silver_schema
 from pipelines.watermarks import Watermark, WatermarkStore
+from resources.quality import QualitySuite, ValidationReport
+
+# Runs a suite on a frame: `DataQualityResource.validate_dataframe` with the run's settings.
+Validate = Callable[[DataFrame, QualitySuite], ValidationReport]
 
 # The check target of rules a row of no declared event type breaks: the quarantine table.
 QUARANTINE = ""
@@ -81,6 +88,9 @@ class ContractSilverResult:
         quarantined_by_rule: rule -> rows of this batch quarantined having broken it.
         failures: check target (event type, or QUARANTINE) -> rule -> failing rows of this
             batch (every check of `rule_checks`); as recorded when nothing was new.
+        reports: event type -> its Great Expectations report (validated batches only).
+        expectations: event type -> rule -> its expectations' outcome (`rule_outcomes`);
+            as recorded when nothing was new.
     """
 
     bronze_start: int | None  # None: nothing new
@@ -92,6 +102,8 @@ class ContractSilverResult:
     quarantined_by_rule: dict[str, int] = field(default_factory=dict)
     failures: dict[str, dict[str, int]] = field(default_factory=dict)
     watermark: Watermark | None = None
+    reports: dict[str, ValidationReport] = field(default_factory=dict)
+    expectations: dict[str, dict[str, dict]] = field(default_factory=dict)
 
     @property
     def processed(self) -> bool:
@@ -132,6 +144,8 @@ def run_contract_silver(
     run_id: str,
     now: dt.datetime,
     source_table: str | None = None,
+    validate: Validate | None = None,
+    mostly: float = 1.0,
 ) -> ContractSilverResult:
     """Processes the stream's bronze rows the stage has not processed yet.
 
@@ -147,6 +161,9 @@ def run_contract_silver(
         run_id: recorded on every row written and on the watermark.
         now: the clock (processed_at, quarantined_at); timezone-aware.
         source_table: the bronze table's name, recorded on quarantined rows.
+        validate: runs a Great Expectations suite on a frame; None: no suites, the checks
+            come from the failure counts alone.
+        mostly: the share of rows each expectation needs, in (0, 1].
 
     Returns:
         What was read, written, quarantined and counted.
@@ -195,6 +212,8 @@ def run_contract_silver(
         candidates = {name: cache(frame) for name, frame in batch.candidates.items()}
         quarantine = cache(batch.quarantine)
         failures = _failures(contract, candidates, quarantine)
+        reports = {} if validate is None else _validate(contract, candidates, validate, mostly)
+        expectations = {name: rule_outcomes(report) for name, report in reports.items()}
         by_rule = {
             row["rule"]: int(row["rows"])
             for row in quarantine.select(F.explode("failed_rules").alias("rule"))
@@ -224,14 +243,38 @@ def run_contract_silver(
                 bronze_version=version,
                 bronze_start=first,
                 failures=failures,
+                expectations=expectations,
             )
         )
         return ContractSilverResult(
-            first, last, version, count, outcomes, quarantined, by_rule, failures, saved
+            first,
+            last,
+            version,
+            count,
+            outcomes,
+            quarantined,
+            by_rule,
+            failures,
+            saved,
+            reports,
+            expectations,
         )
     finally:
         for frame in cached:
             frame.unpersist()
+
+
+def _validate(
+    contract: Contract, candidates: Mapping[str, DataFrame], validate: Validate, mostly: float
+) -> dict[str, ValidationReport]:
+    """Each event type's suite on its candidates (types without a checkable rule skipped)."""
+    reports = {}
+    for event in contract.event_types:
+        suite = contract_suite(contract, event, mostly=mostly)
+        if suite is not None:
+            frame = expectation_frame(candidates[event.name], contract, event)
+            reports[event.name] = validate(frame, suite)
+    return reports
 
 
 def _failures(

@@ -24,6 +24,7 @@ from pipelines.components.stream import (
 from pipelines.settings import PROJECT_DIR
 from resources.jetstream import EmbeddedNatsServer, JetStreamResource, reconcile
 from resources.lakehouse import LakehouseResource
+from resources.quality import DataQualityResource
 from resources.spark import SparkResource
 from tests.pipelines.silver.test_orders import RULES, amount, iso, kind_of, payload, placed
 
@@ -71,6 +72,7 @@ def resources(tmp_path, server, spark) -> dict:
         "jetstream": JetStreamResource(servers=server.url),
         "spark": SparkResource(),
         "lakehouse": LakehouseResource(root=str(tmp_path / "lakehouse")),
+        "quality": DataQualityResource(),
     }
 
 
@@ -169,6 +171,14 @@ def test_declared_orders_land_in_silver_and_quarantine_exactly_once_with_a_check
     assert checks(first) == {
         key: (failing == 0, failing, "WARN") for key, failing in FAILING.items()
     }
+    # The column rules' verdicts come from the generated Great Expectations suites.
+    evaluations = {(e.asset_key, e.check_name): e for e in first.get_asset_check_evaluations()}
+    sources = {key: e.metadata["verdict_from"].value for key, e in evaluations.items()}
+    assert sources[(PLACED_KEY, "amount_in_range")] == "great_expectations"
+    assert sources[(PLACED_KEY, "field_types_valid")] == "failing_rows"
+    unique = evaluations[(PLACED_KEY, "event_id_unique")].metadata
+    assert unique["expectations"].value == "event_id_unique"
+    assert unique["unexpected_rows"].value == 2 * FAILING[(PLACED_KEY, "event_id_unique")]
     written = {
         m.asset_key: m.metadata["rows_written"].value
         for m in first.asset_materializations_for_node("silver_orders")

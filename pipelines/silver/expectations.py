@@ -1,0 +1,232 @@
+"""The Great Expectations suite of each event type, generated from the contract.
+
+Each suite runs on the event type's *candidates* (every row of that type in the batch,
+before the quarantine split), projected by `expectation_frame` into flat columns: a field
+inside a struct is `<struct>__<member>`, and a `not_in_future` field gets its latest allowed
+value beside it (`<column>__latest`, the row's publish time plus the skew). One expectation
+per rule and column, tagged with the rule, so an asset check per rule reads its verdict from
+the expectations that carry its name (`rule_outcomes`):
+
+    required_fields_present   ExpectColumnValuesToNotBeNull, one per required column (a
+                              mistyped value is null in its typed column, so it counts too)
+    event_id_unique           ExpectColumnValuesToBeUnique on the event id (within the batch;
+                              copies of rows already in silver are the pipeline's to catch)
+    range                     ExpectColumnValuesToBeBetween
+    pattern                   ExpectColumnValuesToMatchRegex (Java regex, anchored)
+    enum                      ExpectColumnValuesToBeInSet
+    max_length                ExpectColumnValueLengthsToBeBetween
+    format                    ExpectColumnValuesToMatchRegex (uuid, email; date-time by shape)
+    not_in_future             ExpectColumnPairValuesAToBeGreaterThanB(latest >= value)
+
+The other built-in rules (`parseable_json`, `known_event_type`, `field_types_valid`,
+`no_unknown_fields`) are about the message rather than a column; their checks count the
+rows the stage flagged. `mostly` is the share of rows each expectation needs, in (0, 1]:
+1.0 (the default) fails a check on any breaking row.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from pyspark.sql import Column, DataFrame
+from pyspark.sql import functions as F
+
+from pipelines.contract import (
+    AllowedValues,
+    Contract,
+    EventType,
+    Format,
+    MaxLength,
+    NotInFuture,
+    Pattern,
+    Range,
+    Rule,
+    Severity,
+    StringFormat,
+)
+from pipelines.contract import rules as builtin
+from pipelines.silver import layout
+from pipelines.silver.rule_columns import (
+    FORMAT_PATTERNS,
+    latest_allowed,
+    silver_rules,
+    spark_pattern,
+)
+from resources.quality import QualityCheck, QualitySuite, ValidationReport
+
+# GX checks the shape of an ISO-8601 date-time with a zone; the stage parses it.
+DATE_TIME_SHAPE = r"^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}(:\d{2}(\.\d+)?)?(Z|[+-]\d{2}:?\d{2})\z"
+
+
+def flat_name(column: str) -> str:
+    """The expectation frame's column for a (dotted) column path: `address.zip` ->
+    `address__zip`."""
+    return column.replace(".", "__")
+
+
+def _value(column: str) -> Column:
+    top, *members = column.split(".")
+    value = F.col(top)
+    for member in members:
+        value = value.getField(member)
+    return value
+
+
+def _spots(event: EventType) -> dict[str, layout.Spot]:
+    return {spot.path: spot for spot in layout.spots(event.fields)}
+
+
+def _required(event: EventType) -> list[layout.Spot]:
+    """Required fields whose enclosing structs are required too (else null is allowed)."""
+    by_path = _spots(event)
+    return [
+        spot
+        for spot in by_path.values()
+        if spot.field.required and all(by_path[s].field.required for s in spot.structs)
+    ]
+
+
+def _rules_of(contract: Contract, event: EventType) -> list[Rule]:
+    return [r for r in silver_rules(contract) if event.name in r.applies_to]
+
+
+def expectation_frame(candidates: DataFrame, contract: Contract, event: EventType) -> DataFrame:
+    """The columns the suite of `event` checks, flat, from its candidates.
+
+    Args:
+        candidates: `SilverBatch.candidates[event.name]` (its columns and `published`).
+        contract: the stream's event contract.
+        event: the event type.
+
+    Returns:
+        One column per checked field (`flat_name`), and `<column>__latest` per `not_in_future`
+        field.
+    """
+    spots = _spots(event)
+    columns: dict[str, Column] = {}
+    for spot in _required(event):
+        columns[flat_name(spot.column)] = _value(spot.column)
+    id_field = layout.id_field(contract, event)
+    if id_field is not None:
+        columns[flat_name(id_field.column)] = _value(id_field.column)
+    for rule in _rules_of(contract, event):
+        if rule.constraint is None:
+            continue
+        spot = spots[rule.path]
+        columns[flat_name(spot.column)] = _value(spot.column)
+        if isinstance(rule.constraint, NotInFuture):
+            latest = latest_allowed(rule.constraint, spot.field.type.kind)
+            columns[f"{flat_name(spot.column)}__latest"] = latest
+    return candidates.select(*(value.alias(name) for name, value in columns.items()))
+
+
+def contract_suite(
+    contract: Contract, event: EventType, *, mostly: float = 1.0
+) -> QualitySuite | None:
+    """The GX suite of `event`'s table, one expectation per rule and column.
+
+    Args:
+        contract: the stream's event contract.
+        event: the event type.
+        mostly: the share of rows each expectation needs, in (0, 1].
+
+    Returns:
+        The suite, named after the table (a check blocks, `critical`, when its rule does);
+        None if the event type has no rule GX can check.
+
+    Raises:
+        ValueError: `mostly` is out of range.
+    """
+    if not 0 < mostly <= 1:
+        raise ValueError(f"mostly must be in (0, 1], got {mostly!r}; e.g. 0.99 for 99% of rows")
+    checks: list[QualityCheck] = []
+    for rule in _rules_of(contract, event):
+        critical = rule.severity is Severity.BLOCK
+        if rule.name == builtin.REQUIRED_FIELDS_PRESENT:
+            checks += [
+                QualityCheck(
+                    name=f"{flat_name(spot.column)}_not_null",
+                    rule=rule.name,
+                    description=f"{spot.path} is present, not null and of its declared type.",
+                    critical=critical,
+                    expectation="ExpectColumnValuesToNotBeNull",
+                    kwargs={"column": flat_name(spot.column), "mostly": mostly},
+                )
+                for spot in _required(event)
+            ]
+        elif rule.name == builtin.EVENT_ID_UNIQUE:
+            column = flat_name(layout.id_field(contract, event).column)
+            checks.append(
+                QualityCheck(
+                    name=f"{column}_unique",
+                    rule=rule.name,
+                    description=f"{contract.envelope.event_id} occurs once in the batch.",
+                    critical=critical,
+                    expectation="ExpectColumnValuesToBeUnique",
+                    kwargs={"column": column, "mostly": mostly},
+                )
+            )
+        elif rule.constraint is not None:
+            column = flat_name(_spots(event)[rule.path].column)
+            expectation, kwargs = _constraint(rule, column)
+            checks.append(
+                QualityCheck(
+                    name=rule.name,
+                    rule=rule.name,
+                    description=rule.description,
+                    critical=critical,
+                    expectation=expectation,
+                    kwargs={**kwargs, "mostly": mostly},
+                )
+            )
+    if not checks:
+        return None
+    return QualitySuite(name=event.table, checks=tuple(checks))
+
+
+def _constraint(rule: Rule, column: str) -> tuple[str, dict[str, Any]]:
+    c = rule.constraint
+    if isinstance(c, Range):
+        bounds = {"min_value": c.minimum, "max_value": c.maximum}
+        return "ExpectColumnValuesToBeBetween", {"column": column, **bounds}
+    if isinstance(c, Pattern):
+        return "ExpectColumnValuesToMatchRegex", {"column": column, "regex": spark_pattern(c.regex)}
+    if isinstance(c, AllowedValues):
+        return "ExpectColumnValuesToBeInSet", {"column": column, "value_set": list(c.values)}
+    if isinstance(c, MaxLength):
+        return "ExpectColumnValueLengthsToBeBetween", {"column": column, "max_value": c.length}
+    if isinstance(c, Format):
+        regex = DATE_TIME_SHAPE if c.format is StringFormat.DATE_TIME else FORMAT_PATTERNS[c.format]
+        return "ExpectColumnValuesToMatchRegex", {"column": column, "regex": regex}
+    if isinstance(c, NotInFuture):
+        return "ExpectColumnPairValuesAToBeGreaterThanB", {
+            "column_A": f"{column}__latest",
+            "column_B": column,
+            "or_equal": True,
+            "ignore_row_if": "either_value_is_missing",
+        }
+    raise TypeError(f"rule {rule.name!r} has a constraint GX cannot check: {c!r}")
+
+
+def rule_outcomes(report: ValidationReport) -> dict[str, dict[str, Any]]:
+    """Per rule: whether every expectation tagged with it passed, and their unexpected rows.
+
+    Returns:
+        rule -> {"passed": bool, "unexpected": int, "expectations": [check names]}.
+    """
+    found: dict[str, dict[str, Any]] = {}
+    for outcome in report.outcomes:
+        entry = found.setdefault(
+            outcome.rule, {"passed": True, "unexpected": 0, "expectations": []}
+        )
+        entry["passed"] = entry["passed"] and outcome.success
+        entry["unexpected"] += outcome.unexpected_count or 0
+        entry["expectations"].append(outcome.name)
+    return found
+
+
+def recorded_outcomes(details: Mapping[str, Any]) -> dict[str, dict[str, dict[str, Any]]]:
+    """The GX outcomes a watermark recorded (`details["expectations"]`), or {} without."""
+    recorded = details.get("expectations")
+    return recorded if isinstance(recorded, dict) else {}
