@@ -20,7 +20,7 @@ from pipelines.ingest.engine import IngestResult
 from pipelines.ingest.run import ingest
 from pipelines.ingest.spec import IngestSpec
 from resources.jetstream import JetStreamResource, StreamSpec
-from resources.lakehouse import LakehouseResource
+from resources.lakehouse import TABLE_METADATA_KEY, LakehouseResource
 from resources.spark import SparkResource
 
 BRONZE_COLUMN_SCHEMA = TableSchema(
@@ -103,6 +103,7 @@ def build_bronze_asset(
             "dagster/column_schema": BRONZE_COLUMN_SCHEMA,
             "stream": spec.stream,
             "consumer": spec.durable,
+            TABLE_METADATA_KEY: spec.table,
         },
     )
     def bronze_asset(

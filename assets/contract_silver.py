@@ -52,7 +52,7 @@ from pipelines.silver.stage import (
 )
 from pipelines.watermarks import WatermarkStore
 from resources.jetstream import JetStreamResource
-from resources.lakehouse import LakehouseResource
+from resources.lakehouse import TABLE_METADATA_KEY, LakehouseResource
 from resources.quality import DataQualityResource
 from resources.spark import SparkResource
 
@@ -124,7 +124,11 @@ def build_contract_silver_asset(
             description=e.description or f"Valid {e.name} events of {stream}, typed.",
             group_name=group_name,
             kinds={"spark", "delta"},
-            metadata={"dagster/column_schema": declared_schema(e), "event_type": e.name},
+            metadata={
+                "dagster/column_schema": declared_schema(e),
+                "event_type": e.name,
+                TABLE_METADATA_KEY: e.table,
+            },
         )
         for e in contract.event_types
     ]
@@ -135,7 +139,10 @@ def build_contract_silver_asset(
             description=f"{stream}'s bronze rows that break a quarantine rule, with the rules.",
             group_name=group_name,
             kinds={"spark", "delta"},
-            metadata={"dagster/column_schema": table_schema(QUARANTINE_SCHEMA)},
+            metadata={
+                "dagster/column_schema": table_schema(QUARANTINE_SCHEMA),
+                TABLE_METADATA_KEY: quarantine,
+            },
         )
     )
     checks = rule_checks(contract)

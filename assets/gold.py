@@ -17,7 +17,7 @@ from assets.automation import EAGER_AFTER_CHECKS
 from assets.silver import FILE_DELETED_KEY
 from pipelines.file_trash import tables
 from pipelines.file_trash.gold_stage import GoldPaths, run_gold
-from resources.lakehouse import LakehouseResource
+from resources.lakehouse import TABLE_METADATA_KEY, LakehouseResource
 from resources.spark import SparkResource
 
 GOLD_KEYS = {
@@ -50,6 +50,7 @@ class GoldConfig(Config):
             group_name="gold",
             kinds={"spark", "delta"},
             automation_condition=EAGER_AFTER_CHECKS,
+            metadata={TABLE_METADATA_KEY: "/".join(key.path)},
         )
         for name, key in GOLD_KEYS.items()
     ],

@@ -39,7 +39,7 @@ from pipelines.file_trash.topology import ARTIFACTS, BRONZE_FILE_EVENTS, CHECKPO
 from pipelines.watermarks import Watermark, WatermarkStore
 from resources.jetstream import JetStreamResource
 from resources.jetstream.errors import JetStreamError
-from resources.lakehouse import LakehouseResource
+from resources.lakehouse import TABLE_METADATA_KEY, LakehouseResource
 from resources.quality import CheckOutcome, DataQualityResource
 from resources.spark import SparkResource
 
@@ -103,6 +103,7 @@ def check_result(asset_key: AssetKey, outcome: CheckOutcome) -> AssetCheckResult
             group_name="silver",
             kinds={"spark", "delta"},
             automation_condition=AutomationCondition.eager(),
+            metadata={TABLE_METADATA_KEY: "/".join(key.path)},
         )
         for key, description in (
             (FILE_DELETED_KEY, "Valid FileDeletedEvents, typed, one row per eventId."),

@@ -25,10 +25,11 @@ from pipelines.file_trash.topology import (
     TRASH_NOTIFICATIONS,
 )
 from pipelines.generate_job import generate_file_events_job
-from pipelines.maintenance import maintain_delta_tables
+from pipelines.maintenance import build_maintenance_job
 from pipelines.schedules import daily_gold_job, daily_gold_schedule, delta_maintenance_schedule
 from pipelines.settings import Settings
 from pipelines.streams import BronzeIngest, build_stream
+from resources.lakehouse import declared_tables
 
 settings = Settings.from_env()
 
@@ -61,11 +62,20 @@ file_trash_pipeline_job = define_asset_job(
     description="Everything: the ingests, silver with its checks, gold, downstream events.",
 )
 
+# The streams declared as components (pipelines/defs/*/defs.yaml).
+declared_streams = load_from_defs_folder(path_within_project=Path(__file__).parent)
+# Maintenance takes every Delta table an asset declares (its `lakehouse/table` metadata).
+maintain_delta_tables = build_maintenance_job(
+    declared_tables(
+        [*file_events.defs.assets, *FILE_TRASH_ASSETS, *(declared_streams.assets or [])]
+    )
+)
+
 # One Definitions at module scope (the code location's): the domain's is built inline, and
-# the streams declared as components (pipelines/defs/*/defs.yaml) are loaded beside it.
+# the declared streams are loaded beside it.
 defs = Definitions.merge(
     file_events.defs,
-    load_from_defs_folder(path_within_project=Path(__file__).parent),
+    declared_streams,
     Definitions(
         assets=FILE_TRASH_ASSETS,
         jobs=[

@@ -3,7 +3,7 @@
 from dagster import AssetSelection, DefaultScheduleStatus, ScheduleDefinition, define_asset_job
 
 from assets.gold import GOLD_KEYS
-from pipelines.maintenance import maintain_delta_tables
+from pipelines.maintenance import MAINTENANCE_JOB
 
 daily_gold_job = define_asset_job(
     "daily_gold",
@@ -23,7 +23,7 @@ daily_gold_schedule = ScheduleDefinition(
 
 delta_maintenance_schedule = ScheduleDefinition(
     name="delta_maintenance_schedule",
-    job=maintain_delta_tables,
+    job_name=MAINTENANCE_JOB,
     cron_schedule="30 3 * * *",
     execution_timezone="UTC",
     description="OPTIMIZE and VACUUM every Delta table (retention in the job's config).",

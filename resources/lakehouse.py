@@ -2,8 +2,25 @@
 
 from __future__ import annotations
 
-from dagster import ConfigurableResource
+from collections.abc import Iterable
+
+from dagster import AssetsDefinition, AssetSpec, ConfigurableResource
 from pydantic import Field
+
+# The metadata key of every asset that is a Delta table of the lakehouse: its table name
+# (relative to the root). Delta maintenance finds the tables to compact through it.
+TABLE_METADATA_KEY = "lakehouse/table"
+
+
+def declared_tables(assets: Iterable[AssetsDefinition | AssetSpec]) -> list[str]:
+    """The lakehouse tables `assets` declare (`TABLE_METADATA_KEY`), sorted, each once."""
+    specs = [spec for a in assets for spec in ([a] if isinstance(a, AssetSpec) else a.specs)]
+    found = {
+        str(spec.metadata[TABLE_METADATA_KEY])
+        for spec in specs
+        if TABLE_METADATA_KEY in spec.metadata
+    }
+    return sorted(found)
 
 
 class LakehouseResource(ConfigurableResource):

@@ -5,11 +5,15 @@ from __future__ import annotations
 import datetime as dt
 
 from dagster import build_schedule_context
+from dagster.components.core.component_tree import ComponentTree
 
+from pipelines.components import JetStreamStream
+from pipelines.definitions import defs, maintain_delta_tables
 from pipelines.delta_tables import table_version
-from pipelines.maintenance import maintain_delta_tables
+from pipelines.maintenance import build_maintenance_job
 from pipelines.schedules import daily_gold_schedule, delta_maintenance_schedule
-from resources.lakehouse import LakehouseResource
+from pipelines.settings import PROJECT_DIR
+from resources.lakehouse import LakehouseResource, declared_tables
 from resources.spark import SparkResource
 
 
@@ -63,3 +67,45 @@ def test_the_schedules_request_gold_daily_and_maintenance_nightly():
         "15 0 * * *",
         "30 3 * * *",
     )
+
+
+def test_maintenance_takes_every_table_an_asset_declares_by_default(spark, table_root):
+    """A declared stream's tables are maintained with no list to edit: the job's default
+    config is every table of the code location's assets (`lakehouse/table` metadata)."""
+    declared = JetStreamStream.model_validate(
+        {
+            "stream": {"name": "ORDERS", "subjects": ["orders.>"]},
+            "ingests": [{"name": "orders", "durable": "orders-bronze", "table": "bronze/orders"}],
+            "contract_file": str(PROJECT_DIR / "tests/pipelines/contract/fixtures/orders.yaml"),
+        }
+    )
+    orders = declared.build_defs(ComponentTree.for_test().load_context)
+    tables = declared_tables([*defs.assets, *orders.assets])
+    assert set(tables) == {
+        "bronze/file_events",
+        "audit/audit_log",
+        "bronze/trash_notifications",
+        "silver/file_deleted",
+        "silver/file_trashed",
+        "silver/quarantine",
+        "gold/daily_trash_by_user",
+        "gold/daily_trash_by_mime_type",
+        "gold/expiring_files",
+        "bronze/orders",
+        "silver/orders_placed",
+        "silver/orders_shipped",
+        "quarantine/orders",
+    }
+    assert declared_tables(defs.assets) == sorted(
+        maintain_delta_tables.run_config["ops"]["maintain_tables"]["config"]["tables"]
+    )
+    path = str(table_root / "silver" / "orders_placed")
+    for start in range(0, 30, 10):
+        spark.range(start, start + 10).write.format("delta").mode("append").save(path)
+
+    result = build_maintenance_job(tables).execute_in_process(
+        resources={"spark": SparkResource(), "lakehouse": LakehouseResource(root=str(table_root))}
+    )
+
+    assert result.success
+    assert data_files(spark, path) == 1
