@@ -7,6 +7,7 @@ created with its consumers and buckets the same way the file trash stream is.
 
 from __future__ import annotations
 
+import sys
 from pathlib import Path
 
 from pipelines.file_trash.topology import FILE_TRASH_TOPOLOGY
@@ -65,3 +66,23 @@ def merge_topologies(*topologies: Topology) -> Topology:
 def declared_topology(project_dir: Path = PROJECT_DIR) -> Topology:
     """The file trash topology and every declared stream's, merged."""
     return merge_topologies(FILE_TRASH_TOPOLOGY, *component_topologies(project_dir))
+
+
+def project_topology(project_dir: Path) -> Topology:
+    """Every declared stream's topology in another dg project (`jsl provision --project`):
+    its `JetStreamStream` components only, not the file trash pipeline's.
+
+    Raises:
+        ValueError: the project declares no `JetStreamStream` component.
+    """
+    project_dir = Path(project_dir).resolve()
+    if str(project_dir) not in sys.path:
+        sys.path.insert(0, str(project_dir))  # the component tree imports the project
+    found = component_topologies(project_dir)
+    if not found:
+        raise ValueError(
+            f"project {project_dir} declares no JetStreamStream component in its defs folder; "
+            "add one with `dg scaffold defs pipelines.components.JetStreamStream NAME "
+            "--stream NAME`"
+        )
+    return merge_topologies(*found)

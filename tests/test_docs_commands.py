@@ -45,6 +45,9 @@ RUN_ELSEWHERE = {
     ),
     "dg check defs": "tests/pipelines/components/test_stream_component.py",
     "dg list defs": "tests/pipelines/components/test_stream_component.py",
+    # docs/your-stream.md: a temporary dg project declaring ORDERS, provisioned and launched
+    "jsl provision --project . --yes": "tests/pipelines/components/test_orders_end_to_end.py",
+    "dg launch --assets '*'": "tests/pipelines/components/test_orders_end_to_end.py",
     "make test": ".ci/run",  # this suite
     "make dev": "tests/ui/test_cli.py",
     "DAGSTER_WEBSERVER_PORT=3001 make dev": "tests/ui/test_cli.py",

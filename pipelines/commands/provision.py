@@ -1,11 +1,13 @@
 """`jsl provision`: reconcile the pipeline's topology on a NATS server, showing the plan first.
 
-    jsl provision [--dry-run] [--yes] [--nats-url URL] [--embedded] [--timeout SECONDS]
+    jsl provision [--dry-run] [--yes] [--project DIR] [--nats-url URL] [--embedded]
+                  [--timeout SECONDS]
 
 The topology is the file trash pipeline's (the FILE_EVENTS stream, its three durable
 consumers, the checkpoint and watermark KV buckets and the artifacts Object Store bucket:
 `pipelines/file_trash/topology.py`) and that of every stream declared as a `JetStreamStream`
-component under `pipelines/defs/` (`pipelines/provisioning.py`). The server is `--nats-url`,
+component under `pipelines/defs/` (`pipelines/provisioning.py`); with `--project DIR`, only
+the streams declared in that dg project's defs folder instead. The server is `--nats-url`,
 else `$NATS_URL`, else nats://127.0.0.1:4222; `--embedded` starts a nats-server on the demo's
 store instead.
 
@@ -21,9 +23,10 @@ from __future__ import annotations
 
 import argparse
 import sys
+from pathlib import Path
 
 from pipelines.commands import add_server_arguments, jetstream_resource, server_url
-from pipelines.provisioning import declared_topology
+from pipelines.provisioning import declared_topology, project_topology
 from resources.jetstream import plan, reconcile
 from resources.jetstream.connection_settings import redact_url
 from resources.jetstream.errors import JetStreamError
@@ -46,6 +49,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         action="store_true",
         help="apply the changes on a server that is not the embedded one",
     )
+    parser.add_argument(
+        "--project",
+        type=Path,
+        metavar="DIR",
+        help="a dg project of your own: provision the streams its JetStreamStream "
+        "components declare (default: this project's topology)",
+    )
     add_server_arguments(parser)
 
 
@@ -67,7 +77,8 @@ def run(args: argparse.Namespace) -> int:
         with server_url(args, create_store=True) as url:
             resource = jetstream_resource(args, url)
             with resource.client() as js:
-                topology = declared_topology()
+                project = getattr(args, "project", None)
+                topology = project_topology(project) if project else declared_topology()
                 planned = plan(js, topology)
                 pending = [c for c in planned if c.action is not Action.UNCHANGED]
                 print(f"{PROG}: plan for {redact_url(url)} ({len(pending)} to change):")

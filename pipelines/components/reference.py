@@ -8,7 +8,8 @@ import typing
 from pydantic import BaseModel
 from pydantic_core import PydanticUndefined
 
-from pipelines.components.stream import EnvelopeModel, IngestModel, JetStreamStream, StreamModel
+from pipelines.components.models import EnvelopeModel, IngestModel, StreamModel
+from pipelines.components.stream import JetStreamStream
 
 SECTIONS: tuple[tuple[str, type[BaseModel]], ...] = (
     ("`JetStreamStream` attributes", JetStreamStream),

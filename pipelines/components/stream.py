@@ -17,166 +17,46 @@ It builds what `pipelines.streams.build_stream_defs` builds (the stream's asset,
 job, sensor and lag check per ingest, the observation sensor, replays) and, from the contract
 (read at load time, so `dg check defs` reports a broken one with its file, line and path),
 the silver multi-asset over the first ingest's bronze table (or `silver_from`'s): a table per
-event type, the quarantine, a check per rule (`assets.contract_silver`). Secrets do
-not belong here: the connection comes from the environment (`NATS_URL`, `NATS_CREDS`, ...).
+event type, the quarantine, a check per rule with the Great Expectations suite generated from
+the contract (`assets.contract_silver`). Its tables carry `lakehouse/table` metadata, so Delta
+maintenance takes them. Runs use the in-process executor (one Spark JVM per run) unless
+`in_process: false`. Secrets do not belong here: the connection comes from the environment
+(`NATS_URL`, `NATS_CREDS`, ...).
 """
 
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 from dagster import (
-    AssetKey,
     AssetsDefinition,
     ComponentLoadContext,
     Definitions,
     Model,
     Resolvable,
+    in_process_executor,
 )
-from dagster.components import Component, Scaffolder, ScaffoldRequest, scaffold_component
+from dagster.components import Component
 from dagster.components.scaffold.scaffold import scaffold_with
 from pydantic import Field
 
 from assets.bronze import bronze_asset_key
 from assets.contract_silver import build_contract_silver_asset
-from pipelines.contract import Contract, Envelope, contract_from_dict, read_asyncapi, read_contract
+from pipelines.components.models import EnvelopeModel, IngestModel, StreamModel
+from pipelines.components.scaffold import JetStreamStreamScaffolder
+from pipelines.contract import (
+    Contract,
+    DerivedColumn,
+    Envelope,
+    contract_from_dict,
+    read_asyncapi,
+    read_contract,
+    read_derived,
+)
 from pipelines.default_resources import default_resources
-from pipelines.ingest.spec import IngestSpec
 from pipelines.streams import DEFAULT_REPLAY_BUCKET, BronzeIngest, build_stream_defs
-from resources.jetstream import KeyValueSpec, StreamSpec, Topology
-
-
-class StreamModel(Model):
-    """The JetStream stream, as `jsl provision` creates it (only what is declared)."""
-
-    name: str = Field(description="The stream's name, e.g. ORDERS.")
-    subjects: list[str] = Field(description="Subjects it captures, e.g. ['orders.>'].")
-    description: str | None = Field(default=None, description="Shown in the UI and the server.")
-    max_age_seconds: float | None = Field(
-        default=None, description="How long messages are kept (unset: the server's default)."
-    )
-    max_bytes: int | None = Field(default=None, description="Size limit of the stream.")
-    duplicate_window_seconds: float | None = Field(
-        default=None, description="Window of publish de-duplication by Nats-Msg-Id."
-    )
-    replicas: int | None = Field(
-        default=None, description="1 to 5 (3 on a three-node cluster); unset: the server's."
-    )
-
-    def spec(self) -> StreamSpec:
-        return StreamSpec(
-            name=self.name,
-            subjects=tuple(self.subjects),
-            description=self.description,
-            max_age=self.max_age_seconds,
-            max_bytes=self.max_bytes,
-            duplicate_window=self.duplicate_window_seconds,
-            replicas=self.replicas,
-        )
-
-
-class IngestModel(Model):
-    """One durable consumer of the stream, landing in its own bronze Delta table."""
-
-    name: str = Field(description="The bronze asset's name (key `<key_prefix>/<name>`).")
-    durable: str = Field(description="The durable consumer (created if missing).")
-    table: str = Field(description="The Delta table, relative to the lakehouse root.")
-    filter_subjects: list[str] = Field(
-        default_factory=list, description="Subjects of the stream it takes (empty: all)."
-    )
-    key_prefix: str = Field(default="bronze", description="First part of the asset key.")
-    replay: bool = Field(default=False, description="Build the replay job and request sensor.")
-    upstream: list[str] = Field(
-        default_factory=list,
-        description="Asset keys (a/b) that publish what this ingest reads, for lineage.",
-    )
-    max_messages: int | None = Field(default=None, description="Most messages per run.")
-    readers: int | None = Field(default=None, description="Parallel Spark reader tasks.")
-    max_lag_messages: int | None = Field(
-        default=None, description="The consumer_lag check fails above this many waiting."
-    )
-    max_lag_age_seconds: float | None = Field(
-        default=None, description="The check fails when the oldest waiting is older."
-    )
-
-    def ingest(self, stream: str) -> BronzeIngest:
-        limits = {
-            "max_messages": self.max_messages,
-            "readers": self.readers,
-            "max_lag_messages": self.max_lag_messages,
-            "max_lag_age": self.max_lag_age_seconds,
-        }
-        spec = IngestSpec(
-            name=self.name,
-            stream=stream,
-            durable=self.durable,
-            table=self.table,
-            filter_subjects=tuple(self.filter_subjects),
-            **{name: value for name, value in limits.items() if value is not None},
-        )
-        return BronzeIngest(
-            spec,
-            key_prefix=self.key_prefix,
-            upstream=tuple(AssetKey.from_user_string(key) for key in self.upstream),
-            replay=self.replay,
-        )
-
-
-class EnvelopeModel(Model):
-    """JSON paths of the envelope, for a contract read from AsyncAPI."""
-
-    event_type: str | None = Field(default=None, description="The event-type discriminator.")
-    event_id: str | None = Field(default=None, description="The event id (de-duplication key).")
-    event_time: str | None = Field(default=None, description="The event time.")
-
-
-class JetStreamStreamScaffoldParams(Model):
-    """`dg scaffold defs pipelines.components.JetStreamStream NAME --stream ORDERS`."""
-
-    stream: str = Field(default="EVENTS", description="The stream's name.")
-    subjects: str | None = Field(default=None, description="Its subjects (default: name.>).")
-
-
-class JetStreamStreamScaffolder(Scaffolder[JetStreamStreamScaffoldParams]):
-    """Writes a working `defs.yaml`: the stream, one ingest, a one-event contract."""
-
-    @classmethod
-    def get_scaffold_params(cls) -> type[JetStreamStreamScaffoldParams]:
-        return JetStreamStreamScaffoldParams
-
-    def scaffold(self, request: ScaffoldRequest[JetStreamStreamScaffoldParams]) -> None:
-        stream = request.params.stream
-        lower = stream.lower()
-        subjects = request.params.subjects or f"{lower}.>"
-        scaffold_component(
-            request,
-            {
-                "stream": {"name": stream, "subjects": [subjects]},
-                "ingests": [
-                    {
-                        "name": f"{lower}_events",
-                        "durable": f"{lower}-bronze",
-                        "table": f"bronze/{lower}_events",
-                    }
-                ],
-                "contract": {
-                    "envelope": {
-                        "event_type": "eventType",
-                        "event_id": "eventId",
-                        "fields": {
-                            "eventId": {"required": True},
-                            "eventType": {"required": True},
-                        },
-                    },
-                    "events": {
-                        "ExampleEvent": {
-                            "table": f"silver/{lower}_example",
-                            "fields": {"data.name": {"type": "string", "required": True}},
-                        }
-                    },
-                },
-            },
-        )
+from resources.jetstream import KeyValueSpec, Topology
 
 
 @scaffold_with(JetStreamStreamScaffolder)
@@ -205,10 +85,21 @@ class JetStreamStream(Component, Model, Resolvable):
     tables: dict[str, str] | None = Field(
         default=None, description="Event type -> silver table, with asyncapi_file."
     )
+    derived: dict[str, dict[str, Any]] | None = Field(
+        default=None,
+        description="Event type -> its derived columns ({column: Spark SQL expression}, as "
+        "under a contract's derived:), with asyncapi_file.",
+    )
     silver_from: str | None = Field(
         default=None,
         description="The ingest whose bronze table the contract's silver reads (default: the "
         "first).",
+    )
+    in_process: bool = Field(
+        default=True,
+        description="Run every step of a run in one process, so one Spark JVM per run (the "
+        "in-process executor); false leaves the executor to your Definitions (Dagster's "
+        "default starts a process, and a JVM, per step).",
     )
     check_mostly: float = Field(
         default=1.0,
@@ -251,8 +142,21 @@ class JetStreamStream(Component, Model, Resolvable):
                 stream=self.stream.name,
                 envelope=Envelope(envelope.event_type, envelope.event_id, envelope.event_time),
                 tables=self.tables,
+                derived=self._derived(directory),
             )
         return None
+
+    def _derived(self, directory: Path) -> dict | None:
+        """`derived`, read from the defs.yaml (so errors name its line) when there is one."""
+        if self.derived is None:
+            return None
+        defs_yaml = directory / "defs.yaml"
+        if defs_yaml.is_file():
+            return read_derived(defs_yaml, at=("attributes", "derived"))
+        return {
+            event: tuple(DerivedColumn(column, expression) for column, expression in spec.items())
+            for event, spec in self.derived.items()
+        }
 
     def topology(self) -> Topology:
         """What the stream needs on the server, for `jsl provision`: the stream, each ingest's
@@ -288,8 +192,10 @@ class JetStreamStream(Component, Model, Resolvable):
             if not what.startswith("stream "):
                 what = f"stream {self.stream.name!r}: {what}"
             raise ComponentDeclarationError(f"{context.path / 'defs.yaml'}: {what}") from error
+        executor = in_process_executor if self.in_process else None
         return Definitions.merge(
-            stream_defs, Definitions(assets=silver, resources=default_resources())
+            stream_defs,
+            Definitions(assets=silver, resources=default_resources(), executor=executor),
         )
 
     def silver_asset(self, contract: Contract, ingests: list[BronzeIngest]) -> AssetsDefinition:

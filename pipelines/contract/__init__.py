@@ -39,7 +39,12 @@ from pipelines.contract.model import (
     snake_case,
 )
 from pipelines.contract.rules import BUILTIN_RULES, Rule
-from pipelines.contract.yaml_reader import contract_from_dict, default_table, read_contract
+from pipelines.contract.yaml_reader import (
+    contract_from_dict,
+    default_table,
+    read_contract,
+    read_derived,
+)
 
 __all__ = [
     "BUILTIN_RULES",
@@ -73,6 +78,7 @@ __all__ = [
     "parse_type",
     "read_asyncapi",
     "read_contract",
+    "read_derived",
     "read_json_schemas",
     "snake_case",
 ]

@@ -126,6 +126,32 @@ def contract_from_document(document: Document, *, at: At = ()) -> Contract:
     return _Reader(document).contract(_value(document.data, at), at)
 
 
+def read_derived(path: str | Path, *, at: At) -> dict[str, tuple[DerivedColumn, ...]]:
+    """Reads per-event-type derived columns (`{event type: {column: expression | {expression,
+    type, description}}}`, as under a contract's `derived:`) from a YAML file, for a
+    contract read from JSON Schema or AsyncAPI, which have no place for them.
+
+    Args:
+        path: the file (e.g. a component's defs.yaml).
+        at: where the mapping sits in it (e.g. `("attributes", "derived")`).
+
+    Returns:
+        Event type name -> its derived columns, in declaration order.
+
+    Raises:
+        ContractError: naming the file, the line and the key path of the first problem.
+    """
+    document = load_document(path)
+    reader = _Reader(document)
+    found = {}
+    for event, columns in reader.mapping(_value(document.data, at), at, None).items():
+        spec = reader.mapping(columns, (*at, event), None)
+        found[event] = tuple(
+            reader.derived(column, value, (*at, event, column)) for column, value in spec.items()
+        )
+    return found
+
+
 def _value(data: Any, at: At) -> Any:
     for key in at:
         data = data[key] if isinstance(data, Mapping | list) else None

@@ -15,12 +15,8 @@ import pytest
 import yaml
 from dagster import AssetKey, ComponentTree, asset, materialize
 
-from pipelines.components.stream import (
-    ComponentDeclarationError,
-    IngestModel,
-    JetStreamStream,
-    StreamModel,
-)
+from pipelines.components.models import IngestModel, StreamModel
+from pipelines.components.stream import ComponentDeclarationError, JetStreamStream
 from pipelines.settings import PROJECT_DIR
 from resources.jetstream import EmbeddedNatsServer, JetStreamResource, reconcile
 from resources.lakehouse import LakehouseResource

@@ -3,13 +3,14 @@ read from a dg project's defs folder and reconciled on a real nats-server."""
 
 from __future__ import annotations
 
+import sys
 from pathlib import Path
 
 import pytest
 import yaml
 
 from pipelines.file_trash.topology import FILE_TRASH_TOPOLOGY
-from pipelines.provisioning import declared_topology, merge_topologies
+from pipelines.provisioning import declared_topology, merge_topologies, project_topology
 from resources.jetstream import JetStreamClient, StreamSpec, Topology, reconcile
 from tests.pipelines.components.test_stream_component import DEFINITIONS, PYPROJECT
 
@@ -47,6 +48,8 @@ def orders_project(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     (package / "definitions.py").write_text(DEFINITIONS)
     (package / "defs" / "orders" / "defs.yaml").write_text(yaml.safe_dump(ORDERS_DEFS))
     monkeypatch.syspath_prepend(str(tmp_path))
+    for name in [m for m in sys.modules if m.partition(".")[0] == "orders_project"]:
+        monkeypatch.delitem(sys.modules, name)  # another test's project of the same name
     return tmp_path
 
 
@@ -79,3 +82,20 @@ def test_a_stream_declared_twice_differently_is_refused() -> None:
     assert merge_topologies(one, one) == one
     with pytest.raises(ValueError, match="stream 'TWICE' is declared twice, differently"):
         merge_topologies(one, other)
+
+
+def test_another_project_provisions_only_its_own_streams(orders_project: Path) -> None:
+    topology = project_topology(orders_project)
+
+    assert [s.name for s in topology.streams] == ["ORDERS_PROVISIONED"]
+    assert {c.durable for c in topology.consumers} == {"orders-placed", "orders-shipped"}
+
+
+def test_a_project_that_declares_no_stream_is_named_with_what_to_do(orders_project: Path) -> None:
+    (orders_project / "orders_project" / "defs" / "orders" / "defs.yaml").unlink()
+
+    with pytest.raises(ValueError, match="declares no JetStreamStream component") as raised:
+        project_topology(orders_project)
+
+    assert str(orders_project.resolve()) in str(raised.value)
+    assert "dg scaffold defs pipelines.components.JetStreamStream" in str(raised.value)

@@ -6,24 +6,18 @@ A temporary dg project declares two `JetStreamStream` components and nothing els
   `tests/pipelines/contract/fixtures/orders.yaml`);
 - `orders_twin`: stream ORDERS_TWIN on its own subjects, consumer, bronze, silver and
   quarantine tables, its contract read from the AsyncAPI document of the same contract
-  (`asyncapi_file:` + `envelope:` + `tables:`), rebound to ORDERS_TWIN.
+  (`asyncapi_file:` + `envelope:` + `tables:` + `derived:`), rebound to ORDERS_TWIN.
 
-Their topology is provisioned on a real nats-server, the same 1,000 ORDERS events (10% bad, of
-ten kinds: `tests/pipelines/silver/test_orders.py`'s generator) are published to both streams,
-and one `dg launch --assets '*'` (one process, one Spark JVM) lands them. Then: bronze holds
-each message once, each silver table exactly the good events, the quarantine exactly the bad
-ones with the rules they broke, the consumers are caught up, and the twin's tables hold what
-ORDERS' hold. A second `dg launch` writes nothing.
-
-`jsl provision` always provisions this checkout's topology (`declared_topology()` reads
-`pipelines.settings.PROJECT_DIR`, with no option for another project), so the temporary
-project is provisioned with the functions it calls: `declared_topology(project)` and
-`reconcile`.
+Their topology is provisioned on a real nats-server by `jsl provision --project`, the same
+1,000 ORDERS events (10% bad, of ten kinds: `tests/pipelines/silver/test_orders.py`'s
+generator) are published to both streams, and one `dg launch --assets '*'` (one process, one
+Spark JVM) lands them. Then: bronze holds each message once, each silver table exactly the
+good events, the quarantine exactly the bad ones with the rules they broke, the consumers are
+caught up, and the twin's tables hold what ORDERS' hold. A second `dg launch` writes nothing.
 """
 
 from __future__ import annotations
 
-import json
 import os
 import shutil
 import subprocess
@@ -36,8 +30,8 @@ import pytest
 import yaml
 
 from pipelines.delta_tables import table_version
-from pipelines.provisioning import declared_topology
-from resources.jetstream import EmbeddedNatsServer, JetStreamResource, plan, reconcile
+from pipelines.provisioning import project_topology
+from resources.jetstream import EmbeddedNatsServer, JetStreamResource, plan
 from resources.jetstream.topology import Action
 from tests.pipelines.components.test_stream_component import (
     COMPONENT,
@@ -57,9 +51,6 @@ from tests.pipelines.silver.test_orders import (
 
 # Its own package name: other tests import a temporary `orders_project` of their own.
 PACKAGE = "orders_end_to_end"
-# The component's Definitions keep Dagster's default executor, which runs each step in a
-# process of its own (one Spark JVM each); this run config runs them all in one.
-IN_PROCESS = {"execution": {"config": {"in_process": {}}}}
 # The columns of test_orders' expected rows, in its order.
 PLACED_COLUMNS = (
     "event_id", "event_type", "occurred_at", "order_id", "customer_id", "amount", "currency",
@@ -157,7 +148,12 @@ def project(tmp_path_factory: pytest.TempPathFactory) -> Path:
     declare(defs / "orders", {**ORDERS.attributes(), "contract_file": "orders.yaml"})
     shutil.copy(FIXTURES / "orders.yaml", defs / "orders" / "orders.yaml")
     envelope = {"event_type": "eventType", "event_id": "eventId", "event_time": "occurredAt"}
-    twin = {"asyncapi_file": "orders.asyncapi.yaml", "envelope": envelope, "tables": TWIN.silver}
+    twin = {
+        "asyncapi_file": "orders.asyncapi.yaml",
+        "envelope": envelope,
+        "tables": TWIN.silver,
+        "derived": {"OrderPlaced": {"amount_cents": "CAST(amount * 100 AS BIGINT)"}},
+    }
     declare(defs / "orders_twin", {**TWIN.attributes(), **twin})
     document = yaml.safe_dump(twin_asyncapi(), sort_keys=False)
     (defs / "orders_twin" / "orders.asyncapi.yaml").write_text(document)
@@ -204,7 +200,7 @@ def environment(
 def launch(project: Path, env: dict[str, str]) -> subprocess.CompletedProcess[str]:
     """`dg launch --assets '*'` in `project`: every asset and check, in one process."""
     done = subprocess.run(
-        ["dg", "launch", "--assets", "*", "--config-json", json.dumps(IN_PROCESS)],
+        ["dg", "launch", "--assets", "*"],  # the component's in-process executor: one JVM
         cwd=project,
         env=env,
         capture_output=True,
@@ -216,15 +212,19 @@ def launch(project: Path, env: dict[str, str]) -> subprocess.CompletedProcess[st
 
 
 @pytest.fixture(scope="module")
-def provisioned(project: Path, jetstream: JetStreamResource) -> list:
-    """Reconciles the project's declared topology; returns the changes applied."""
-    with pytest.MonkeyPatch.context() as patch:
-        patch.syspath_prepend(str(project))  # the component tree imports the project
-        topology = declared_topology(project)
-    with jetstream.client() as js:
-        applied = reconcile(js, topology)
-        assert {c.action for c in plan(js, topology)} == {Action.UNCHANGED}
-    return applied
+def provisioned(
+    project: Path, environment: dict[str, str], server: EmbeddedNatsServer
+) -> list[str]:
+    """`jsl provision --project` on the temporary project; returns its plan's lines."""
+    done = subprocess.run(
+        ["jsl", "provision", "--project", str(project), "--yes", "--nats-url", server.url],
+        env=environment,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert done.returncode == 0, done.stdout + done.stderr
+    return done.stdout.splitlines()
 
 
 @pytest.fixture(scope="module")
@@ -277,12 +277,21 @@ def data_columns(spark, root: Path, table: str) -> list[str]:
     return [c for c in columns if c not in RUN_COLUMNS | STREAM_COLUMNS]
 
 
-def test_both_streams_consumers_and_buckets_are_provisioned(provisioned: list) -> None:
-    created = {(c.kind, c.name) for c in provisioned if c.action is Action.CREATED}
+def test_both_streams_consumers_and_buckets_are_provisioned(
+    project: Path, provisioned: list[str], jetstream: JetStreamResource
+) -> None:
+    created = {
+        line.split(": ", 1)[1].strip().removesuffix(": created")
+        for line in provisioned
+        if line.endswith(": created")
+    }
 
-    assert {("stream", "ORDERS"), ("stream", "ORDERS_TWIN")} <= created
-    assert {("consumer", f"{s.name}/{s.durable}") for s in STREAMS} <= created
-    assert "lakehouse-checkpoints" in {name for _, name in created}
+    assert {"stream 'ORDERS'", "stream 'ORDERS_TWIN'"} <= created
+    assert {f"consumer '{s.name}/{s.durable}'" for s in STREAMS} <= created
+    assert any("'lakehouse-checkpoints'" in line for line in created)
+    assert not any("FILE_EVENTS" in line for line in provisioned)  # only this project's
+    with jetstream.client() as js:
+        assert {c.action for c in plan(js, project_topology(project))} == {Action.UNCHANGED}
 
 
 def test_bronze_holds_each_message_once_and_the_consumers_are_caught_up(
@@ -347,10 +356,7 @@ def test_the_twin_declared_in_asyncapi_holds_what_orders_holds(
     }
 
     assert rows(spark, landed, twin, columns) == renamed
-    # The component takes no derived columns with asyncapi_file: the twin has no amount_cents.
-    assert set(data_columns(spark, landed, orders)) - set(columns) == (
-        {"amount_cents"} if event_type == "OrderPlaced" else set()
-    )
+    assert set(data_columns(spark, landed, orders)) == set(columns)  # amount_cents too
 
 
 def test_a_second_launch_writes_nothing(

@@ -22,6 +22,7 @@ from pipelines.contract import (
     UnknownFields,
     contract_from_dict,
     read_contract,
+    read_derived,
 )
 
 
@@ -351,3 +352,21 @@ def test_the_contract_is_immutable_and_equal_by_value():
     assert hash(contract.event_type("E").field("data.x").type) == hash(FieldType(TypeKind.LONG))
     with pytest.raises(AttributeError):
         contract.envelope = Envelope()
+
+
+def test_derived_columns_beside_an_asyncapi_contract_are_read_with_their_lines(tmp_path):
+    path = tmp_path / "defs.yaml"
+    path.write_text(
+        "attributes:\n  derived:\n    OrderPlaced:\n      amount_cents: CAST(amount * 100 AS"
+        " BIGINT)\n      label: {expression: upper(currency), type: strng}\n"
+    )
+
+    with pytest.raises(ContractError, match=r"defs.yaml:5: attributes.derived.OrderPlaced.label"):
+        read_derived(path, at=("attributes", "derived"))
+
+    path.write_text(
+        "attributes:\n  derived:\n    OrderPlaced:\n      amount_cents: CAST(amount * 100 AS"
+        " BIGINT)\n"
+    )
+    (cents,) = read_derived(path, at=("attributes", "derived"))["OrderPlaced"]
+    assert (cents.name, cents.expression) == ("amount_cents", "CAST(amount * 100 AS BIGINT)")

@@ -1,0 +1,94 @@
+"""The parts of a `JetStreamStream` declaration: the stream, each ingest, an AsyncAPI envelope."""
+
+from __future__ import annotations
+
+from dagster import AssetKey, Model
+from pydantic import Field
+
+from pipelines.ingest.spec import IngestSpec
+from pipelines.streams import BronzeIngest
+from resources.jetstream import StreamSpec
+
+
+class StreamModel(Model):
+    """The JetStream stream, as `jsl provision` creates it (only what is declared)."""
+
+    name: str = Field(description="The stream's name, e.g. ORDERS.")
+    subjects: list[str] = Field(description="Subjects it captures, e.g. ['orders.>'].")
+    description: str | None = Field(default=None, description="Shown in the UI and the server.")
+    max_age_seconds: float | None = Field(
+        default=None, description="How long messages are kept (unset: the server's default)."
+    )
+    max_bytes: int | None = Field(default=None, description="Size limit of the stream.")
+    duplicate_window_seconds: float | None = Field(
+        default=None, description="Window of publish de-duplication by Nats-Msg-Id."
+    )
+    replicas: int | None = Field(
+        default=None, description="1 to 5 (3 on a three-node cluster); unset: the server's."
+    )
+
+    def spec(self) -> StreamSpec:
+        return StreamSpec(
+            name=self.name,
+            subjects=tuple(self.subjects),
+            description=self.description,
+            max_age=self.max_age_seconds,
+            max_bytes=self.max_bytes,
+            duplicate_window=self.duplicate_window_seconds,
+            replicas=self.replicas,
+        )
+
+
+class IngestModel(Model):
+    """One durable consumer of the stream, landing in its own bronze Delta table."""
+
+    name: str = Field(description="The bronze asset's name (key `<key_prefix>/<name>`).")
+    durable: str = Field(description="The durable consumer (created if missing).")
+    table: str = Field(description="The Delta table, relative to the lakehouse root.")
+    filter_subjects: list[str] = Field(
+        default_factory=list, description="Subjects of the stream it takes (empty: all)."
+    )
+    key_prefix: str = Field(default="bronze", description="First part of the asset key.")
+    replay: bool = Field(default=False, description="Build the replay job and request sensor.")
+    upstream: list[str] = Field(
+        default_factory=list,
+        description="Asset keys (a/b) that publish what this ingest reads, for lineage.",
+    )
+    max_messages: int | None = Field(default=None, description="Most messages per run.")
+    readers: int | None = Field(default=None, description="Parallel Spark reader tasks.")
+    max_lag_messages: int | None = Field(
+        default=None, description="The consumer_lag check fails above this many waiting."
+    )
+    max_lag_age_seconds: float | None = Field(
+        default=None, description="The check fails when the oldest waiting is older."
+    )
+
+    def ingest(self, stream: str) -> BronzeIngest:
+        limits = {
+            "max_messages": self.max_messages,
+            "readers": self.readers,
+            "max_lag_messages": self.max_lag_messages,
+            "max_lag_age": self.max_lag_age_seconds,
+        }
+        spec = IngestSpec(
+            name=self.name,
+            stream=stream,
+            durable=self.durable,
+            table=self.table,
+            filter_subjects=tuple(self.filter_subjects),
+            **{name: value for name, value in limits.items() if value is not None},
+        )
+        return BronzeIngest(
+            spec,
+            key_prefix=self.key_prefix,
+            upstream=tuple(AssetKey.from_user_string(key) for key in self.upstream),
+            replay=self.replay,
+        )
+
+
+class EnvelopeModel(Model):
+    """JSON paths of the envelope, for a contract read from AsyncAPI."""
+
+    event_type: str | None = Field(default=None, description="The event-type discriminator.")
+    event_id: str | None = Field(default=None, description="The event id (de-duplication key).")
+    event_time: str | None = Field(default=None, description="The event time.")
