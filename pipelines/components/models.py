@@ -1,10 +1,12 @@
-"""The parts of a `JetStreamStream` declaration: the stream, each ingest, an AsyncAPI envelope."""
+"""The parts of a `JetStreamStream` declaration: the stream, each ingest, an AsyncAPI
+envelope, declared gold aggregates."""
 
 from __future__ import annotations
 
 from dagster import AssetKey, Model
 from pydantic import Field
 
+from pipelines.aggregates import Aggregate, parse_measure
 from pipelines.ingest.spec import IngestSpec
 from pipelines.streams import BronzeIngest
 from resources.jetstream import StreamSpec
@@ -92,3 +94,43 @@ class EnvelopeModel(Model):
     event_type: str | None = Field(default=None, description="The event-type discriminator.")
     event_id: str | None = Field(default=None, description="The event id (de-duplication key).")
     event_time: str | None = Field(default=None, description="The event time.")
+
+
+class TimeModel(Model):
+    """The time bucket of a declared aggregate."""
+
+    column: str = Field(description="A timestamp or date column of the silver table.")
+    grain: str = Field(description="hour, day, week or month (the key column's name).")
+
+
+class AggregateModel(Model):
+    """A gold table declared as an aggregate of one event type's silver table."""
+
+    table: str = Field(description="The gold Delta table, e.g. gold/daily_orders.")
+    event_type: str = Field(description="The event type whose silver table it reads.")
+    measures: dict[str, str] = Field(
+        description="Column -> count, count(col), sum(col), min(col) or max(col)."
+    )
+    group_by: list[str] = Field(default_factory=list, description="Columns to group by.")
+    time: TimeModel | None = Field(default=None, description="Bucket a time column by a grain.")
+    description: str | None = Field(default=None, description="Shown in the UI.")
+
+    def aggregate(self) -> Aggregate:
+        """The aggregate.
+
+        Raises:
+            ValueError: a measure, the grain or a repeated column, naming the table.
+        """
+        try:
+            measures = tuple(parse_measure(name, text) for name, text in self.measures.items())
+        except ValueError as error:
+            raise ValueError(f"aggregate {self.table!r}: {error}") from None
+        return Aggregate(
+            table=self.table,
+            event_type=self.event_type,
+            measures=measures,
+            group_by=tuple(self.group_by),
+            time_column=self.time.column if self.time else None,
+            grain=self.time.grain if self.time else None,
+            description=self.description,
+        )

@@ -8,7 +8,13 @@ import typing
 from pydantic import BaseModel
 from pydantic_core import PydanticUndefined
 
-from pipelines.components.models import EnvelopeModel, IngestModel, StreamModel
+from pipelines.components.models import (
+    AggregateModel,
+    EnvelopeModel,
+    IngestModel,
+    StreamModel,
+    TimeModel,
+)
 from pipelines.components.stream import JetStreamStream
 
 SECTIONS: tuple[tuple[str, type[BaseModel]], ...] = (
@@ -16,12 +22,14 @@ SECTIONS: tuple[tuple[str, type[BaseModel]], ...] = (
     ("`stream`", StreamModel),
     ("each of `ingests`", IngestModel),
     ("`envelope` (with `asyncapi_file`)", EnvelopeModel),
+    ("each of `aggregates`", AggregateModel),
+    ("`time` (of an aggregate)", TimeModel),
 )
 
 
 def _type(annotation: object) -> str:
     text = str(annotation).replace("typing.", "")
-    for model in (StreamModel, IngestModel, EnvelopeModel):
+    for model in (StreamModel, IngestModel, EnvelopeModel, AggregateModel, TimeModel):
         text = text.replace(f"{model.__module__}.{model.__name__}", model.__name__)
     if isinstance(annotation, type):
         return annotation.__name__

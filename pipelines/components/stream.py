@@ -18,7 +18,8 @@ job, sensor and lag check per ingest, the observation sensor, replays) and, from
 (read at load time, so `dg check defs` reports a broken one with its file, line and path),
 the silver multi-asset over the first ingest's bronze table (or `silver_from`'s): a table per
 event type, the quarantine, a check per rule with the Great Expectations suite generated from
-the contract (`assets.contract_silver`). Its tables carry `lakehouse/table` metadata, so Delta
+the contract (`assets.contract_silver`), and one gold asset per declared aggregate
+(`aggregates:`, `pipelines.aggregates`). Its tables carry `lakehouse/table` metadata, so Delta
 maintenance takes them. Runs use the in-process executor (one Spark JVM per run) unless
 `in_process: false`. Secrets do not belong here: the connection comes from the environment
 (`NATS_URL`, `NATS_CREDS`, ...).
@@ -30,6 +31,7 @@ from pathlib import Path
 from typing import Any
 
 from dagster import (
+    AssetKey,
     AssetsDefinition,
     ComponentLoadContext,
     Definitions,
@@ -41,9 +43,10 @@ from dagster.components import Component
 from dagster.components.scaffold.scaffold import scaffold_with
 from pydantic import Field
 
+from assets.aggregates import build_aggregate_asset
 from assets.bronze import bronze_asset_key
 from assets.contract_silver import build_contract_silver_asset
-from pipelines.components.models import EnvelopeModel, IngestModel, StreamModel
+from pipelines.components.models import AggregateModel, EnvelopeModel, IngestModel, StreamModel
 from pipelines.components.scaffold import JetStreamStreamScaffolder
 from pipelines.contract import (
     Contract,
@@ -55,6 +58,7 @@ from pipelines.contract import (
     read_derived,
 )
 from pipelines.default_resources import default_resources
+from pipelines.silver.schema import RUN_FIELDS, SOURCE_FIELDS
 from pipelines.streams import DEFAULT_REPLAY_BUCKET, BronzeIngest, build_stream_defs
 from resources.jetstream import KeyValueSpec, Topology
 
@@ -94,6 +98,11 @@ class JetStreamStream(Component, Model, Resolvable):
         default=None,
         description="The ingest whose bronze table the contract's silver reads (default: the "
         "first).",
+    )
+    aggregates: list[AggregateModel] = Field(
+        default_factory=list,
+        description="Gold tables declared as aggregates of an event type's silver table "
+        "(group_by, time grain, count/sum/min/max measures).",
     )
     in_process: bool = Field(
         default=True,
@@ -187,6 +196,7 @@ class JetStreamStream(Component, Model, Resolvable):
             ingests = [ingest.ingest(stream.name) for ingest in self.ingests]
             stream_defs = build_stream_defs(stream, ingests)
             silver = [] if contract is None else [self.silver_asset(contract, ingests)]
+            gold = self.aggregate_assets(contract)
         except ValueError as error:
             what = str(error)
             if not what.startswith("stream "):
@@ -195,8 +205,44 @@ class JetStreamStream(Component, Model, Resolvable):
         executor = in_process_executor if self.in_process else None
         return Definitions.merge(
             stream_defs,
-            Definitions(assets=silver, resources=default_resources(), executor=executor),
+            Definitions(assets=[*silver, *gold], resources=default_resources(), executor=executor),
         )
+
+    def aggregate_assets(self, contract: Contract | None) -> list[AssetsDefinition]:
+        """One asset per declared aggregate, over its event type's silver table.
+
+        Raises:
+            ValueError: an aggregate without a contract, of an unknown event type, reading a
+                column its table does not have, or writing a table already used.
+        """
+        if not self.aggregates:
+            return []
+        if contract is None:
+            raise ValueError("aggregates read silver tables: declare the stream's contract")
+        used = {i.table for i in self.ingests} | {e.table for e in contract.event_types}
+        assets = []
+        for declared in self.aggregates:
+            aggregate = declared.aggregate()
+            names = [e.name for e in contract.event_types]
+            if aggregate.event_type not in names:
+                raise ValueError(
+                    f"aggregate {aggregate.table!r}: no event type {aggregate.event_type!r}; "
+                    f"the contract's are {', '.join(names)}"
+                )
+            event = contract.event_type(aggregate.event_type)
+            columns = {name for name, _ in event.columns}
+            aggregate.check_columns(columns | {f.name for f in (*SOURCE_FIELDS, *RUN_FIELDS)})
+            if aggregate.table in used:
+                raise ValueError(f"aggregate {aggregate.table!r}: the table is already used")
+            used.add(aggregate.table)
+            assets.append(
+                build_aggregate_asset(
+                    aggregate,
+                    source_key=AssetKey(event.table.split("/")),
+                    source_table=event.table,
+                )
+            )
+        return assets
 
     def silver_asset(self, contract: Contract, ingests: list[BronzeIngest]) -> AssetsDefinition:
         """The contract's silver multi-asset over the `silver_from` ingest's bronze table.

@@ -51,6 +51,15 @@ from tests.pipelines.silver.test_orders import (
 
 # Its own package name: other tests import a temporary `orders_project` of their own.
 PACKAGE = "orders_end_to_end"
+# A gold table declared without Python: OrderPlaced per day and currency.
+GOLD = "gold/orders_daily_by_currency"
+DAILY = {
+    "table": GOLD,
+    "event_type": "OrderPlaced",
+    "group_by": ["currency"],
+    "time": {"column": "occurred_at", "grain": "day"},
+    "measures": {"orders": "count", "revenue": "sum(amount)", "largest": "max(amount)"},
+}
 # The columns of test_orders' expected rows, in its order.
 PLACED_COLUMNS = (
     "event_id", "event_type", "occurred_at", "order_id", "customer_id", "amount", "currency",
@@ -145,7 +154,10 @@ def project(tmp_path_factory: pytest.TempPathFactory) -> Path:
     (defs / "__init__.py").write_text("")
     (root / PACKAGE / "definitions.py").write_text(DEFINITIONS)
 
-    declare(defs / "orders", {**ORDERS.attributes(), "contract_file": "orders.yaml"})
+    declare(
+        defs / "orders",
+        {**ORDERS.attributes(), "contract_file": "orders.yaml", "aggregates": [DAILY]},
+    )
     shutil.copy(FIXTURES / "orders.yaml", defs / "orders" / "orders.yaml")
     envelope = {"event_type": "eventType", "event_id": "eventId", "event_time": "occurredAt"}
     twin = {
@@ -359,10 +371,31 @@ def test_the_twin_declared_in_asyncapi_holds_what_orders_holds(
     assert set(data_columns(spark, landed, orders)) == set(columns)  # amount_cents too
 
 
+def test_the_declared_aggregate_groups_the_silver_table(spark, landed: Path) -> None:
+    placed = rows(
+        spark,
+        landed,
+        ORDERS.silver["OrderPlaced"],
+        ["event_id", "occurred_at", "currency", "amount"],
+    )
+    groups: dict[tuple, list] = {}
+    for _, at, currency, amount in placed:
+        groups.setdefault((at.date(), currency), []).append(amount)
+
+    gold = rows(spark, landed, GOLD, ["day", "currency", "orders", "revenue", "largest"])
+
+    assert gold == {
+        (day, currency, len(amounts), sum(amounts), max(amounts))
+        for (day, currency), amounts in groups.items()
+    }
+    assert sum(n for _, _, n, _, _ in gold) == len(placed) == 500
+
+
 def test_a_second_launch_writes_nothing(
     spark, project: Path, environment: dict[str, str], landed: Path
 ) -> None:
     tables = [t for s in STREAMS for t in (s.bronze, *s.silver.values(), s.quarantine)]
+    tables.append(GOLD)
 
     def state() -> dict[str, tuple[int | None, int]]:
         return {t: (table_version(spark, str(landed / t)), count(spark, landed, t)) for t in tables}

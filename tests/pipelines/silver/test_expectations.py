@@ -78,18 +78,6 @@ def test_mostly_out_of_range_is_refused() -> None:
         contract_suite(CONTRACT, PLACED, mostly=0)
 
 
-@pytest.fixture
-def paths(table_root) -> dict:
-    return {
-        "bronze_path": str(table_root / "bronze/orders"),
-        "table_paths": {
-            "OrderPlaced": str(table_root / "silver/orders_placed"),
-            "OrderShipped": str(table_root / "silver/orders_shipped"),
-        },
-        "quarantine_path": str(table_root / "quarantine/orders"),
-    }
-
-
 def validated_run(spark, store, paths, *, run_id: str, mostly: float = 1.0):
     quality = DataQualityResource()
     return run_contract_silver(

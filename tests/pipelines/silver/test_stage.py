@@ -24,18 +24,6 @@ class CrashingStore(WatermarkStore):
 
 
 @pytest.fixture
-def paths(table_root) -> dict:
-    return {
-        "bronze_path": str(table_root / "bronze/orders"),
-        "table_paths": {
-            "OrderPlaced": str(table_root / "silver/orders_placed"),
-            "OrderShipped": str(table_root / "silver/orders_shipped"),
-        },
-        "quarantine_path": str(table_root / "quarantine/orders"),
-    }
-
-
-@pytest.fixture
 def store(js, unique_name) -> WatermarkStore:
     return WatermarkStore(js.create_key_value(KeyValueSpec(unique_name)))
 

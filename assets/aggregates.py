@@ -1,0 +1,68 @@
+"""Gold assets declared as aggregates of a silver table (`pipelines.aggregates`)."""
+
+from dagster import (
+    AssetExecutionContext,
+    AssetKey,
+    AssetsDefinition,
+    MaterializeResult,
+    MetadataValue,
+    asset,
+)
+
+from pipelines.aggregates import Aggregate, run_aggregate
+from resources.lakehouse import TABLE_METADATA_KEY, LakehouseResource
+from resources.spark import SparkResource
+
+
+def build_aggregate_asset(
+    aggregate: Aggregate, *, source_key: AssetKey, source_table: str, group_name: str = "gold"
+) -> AssetsDefinition:
+    """The asset of a declared aggregate (key = its table, e.g. `gold/daily_orders`).
+
+    Args:
+        aggregate: the declared aggregate.
+        source_key: the silver table's asset (its upstream: a failed blocking check there
+            stops it).
+        source_table: the silver table, relative to the lakehouse root.
+        group_name: the asset's group.
+
+    Returns:
+        The asset (resources spark and lakehouse).
+    """
+    measures = ", ".join(f"{m.name} = {m.function}({m.column or '*'})" for m in aggregate.measures)
+    by = ", ".join(aggregate.keys()) or "everything"
+
+    @asset(
+        key=AssetKey(aggregate.table.split("/")),
+        deps=[source_key],
+        group_name=group_name,
+        kinds={"spark", "delta"},
+        description=aggregate.description
+        or f"{measures} of {source_table}, by {by} (a declared aggregate).",
+        metadata={TABLE_METADATA_KEY: aggregate.table, "group_by": by, "measures": measures},
+    )
+    def declared_aggregate(
+        context: AssetExecutionContext, spark: SparkResource, lakehouse: LakehouseResource
+    ) -> MaterializeResult:
+        """Recomputes the aggregate when its silver table changed."""
+        result = run_aggregate(
+            spark.get_session(),
+            aggregate,
+            source_path=lakehouse.table_path(source_table),
+            path=lakehouse.table_path(aggregate.table),
+        )
+        context.log.info(
+            f"{aggregate.table}: {result.rows} rows, Delta v{result.version}"
+            + ("" if result.written else f" ({source_table} unchanged: not rewritten)")
+        )
+        return MaterializeResult(
+            metadata={
+                "dagster/row_count": MetadataValue.int(result.rows),
+                "delta_version": MetadataValue.int(result.version or 0),
+                "rewritten": MetadataValue.bool(result.written),
+                "source_version": MetadataValue.int(result.source_version or 0),
+                "table_path": MetadataValue.path(result.path),
+            }
+        )
+
+    return declared_aggregate
