@@ -34,6 +34,17 @@ class Severity(enum.StrEnum):
     QUARANTINE = "quarantine"  # the row goes to quarantine instead of its silver table
     WARN = "warn"  # the rule's asset check warns; the row stays in silver
     BLOCK = "block"  # the rule's asset check blocks: downstream assets do not run
+    QUARANTINE_BLOCK = "quarantine+block"  # both: the row is quarantined and the check blocks
+
+    @property
+    def quarantines(self) -> bool:
+        """Whether a row breaking the rule goes to quarantine."""
+        return self in (Severity.QUARANTINE, Severity.QUARANTINE_BLOCK)
+
+    @property
+    def blocks(self) -> bool:
+        """Whether the rule's failing asset check blocks what depends on its table."""
+        return self in (Severity.BLOCK, Severity.QUARANTINE_BLOCK)
 
 
 class StringFormat(enum.StrEnum):

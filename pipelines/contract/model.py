@@ -15,8 +15,10 @@ from __future__ import annotations
 
 import enum
 import re
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 
+from pipelines.contract.constraints import Severity
 from pipelines.contract.datatypes import FieldType, TypeKind
 from pipelines.contract.errors import ContractError, PathPart
 from pipelines.contract.fields import (
@@ -168,6 +170,9 @@ class Contract:
 
     event_types: tuple[EventType, ...]
     envelope: Envelope = Envelope()
+    # Built-in rule name -> its severity (`quarantine` unless given; rows breaking a built-in
+    # rule cannot stay in silver, so `quarantine` or `quarantine+block`).
+    builtin_severities: Mapping[str, Severity] = field(default_factory=dict, hash=False)
     rules: tuple = field(init=False, compare=False, repr=False)
 
     def __post_init__(self) -> None:
@@ -193,6 +198,7 @@ class Contract:
             _check_envelope(self.envelope, event)
         if self.envelope.event_type is None:
             _check_subjects_without_discriminator(self.event_types)
+        object.__setattr__(self, "builtin_severities", _builtin_severities(self.builtin_severities))
         object.__setattr__(self, "rules", derive_rules(self))
 
     def event_type(self, name: str) -> EventType:
@@ -210,6 +216,32 @@ class Contract:
     def rule_names(self) -> tuple[str, ...]:
         """The rules' names, in order."""
         return tuple(rule.name for rule in self.rules)
+
+
+def _builtin_severities(given: Mapping[str, object]) -> dict[str, Severity]:
+    from pipelines.contract.rules import BUILTIN_RULES
+
+    found = {}
+    for name, value in dict(given).items():
+        where = ("severities", name)
+        if name not in BUILTIN_RULES:
+            raise ContractError(
+                f"{name!r} is not a built-in rule; severities here are for "
+                f"{', '.join(BUILTIN_RULES)} (a constraint sets its own `severity`)",
+                path=where,
+            )
+        try:
+            severity = Severity(value)
+        except ValueError:
+            severity = None
+        if severity is None or not severity.quarantines:
+            raise ContractError(
+                f"a built-in rule's row cannot stay in silver: use quarantine or "
+                f"quarantine+block, got {value!r}",
+                path=where,
+            )
+        found[name] = severity
+    return found
 
 
 def _constraints_below_collections(field_type: FieldType, below: bool = False) -> list:

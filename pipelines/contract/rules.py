@@ -126,7 +126,8 @@ def _builtin(contract: Contract) -> list[Rule]:
                 strict,
             )
         )
-    return rules
+    chosen = contract.builtin_severities
+    return [replace(r, severity=chosen.get(r.name, r.severity)) for r in rules]
 
 
 def _one_of(names: tuple[str, ...]) -> str:

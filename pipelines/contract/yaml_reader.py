@@ -13,6 +13,8 @@
         unknown_fields: ignore      # keep (map column unknown_fields) | ignore | reject
         fields: {<path>: <field>}   # JSON path from the message root -> field
         derived: {<column>: <Spark SQL expression> | {expression, type, description}}
+    severities:                     # optional: built-in rules' severities (default quarantine)
+      required_fields_present: quarantine+block
 
 A field is a type (`data.amount: decimal(12,2)`) or a mapping: `type` (default string, or
 struct when it has `fields`), `column` (default: snake_case of the path's last key),
@@ -21,7 +23,9 @@ map<struct>), the constraints `minimum`/`maximum` (one range rule), `pattern`, `
 `max_length`, `format` (uuid | date-time | email) and `not_in_future` (the allowed clock
 skew, e.g. 5m, or true for none), and their rules' names and severities: `rule` and
 `severity` when the field has one constraint, otherwise `rules: {<kind>: <name> | {name,
-severity}}` with kind range, pattern, enum, max_length, format or not_in_future.
+severity}}` with kind range, pattern, enum, max_length, format or not_in_future. A
+severity is quarantine, warn, block or quarantine+block (the row is quarantined and the
+rule's check blocks).
 """
 
 from __future__ import annotations
@@ -50,10 +54,11 @@ from pipelines.contract.model import (
     Field,
     snake_case,
 )
+from pipelines.contract.rules import BUILTIN_RULES
 from pipelines.contract.yaml_source import Document, load_document
 
 At = tuple[PathPart, ...]
-CONTRACT_KEYS = ("envelope", "events")
+CONTRACT_KEYS = ("envelope", "events", "severities")
 ENVELOPE_KEYS = ("event_type", "event_id", "event_time", "fields")
 EVENT_KEYS = ("table", "subjects", "description", "unknown_fields", "fields", "derived")
 CONSTRAINT_KEYS = ("minimum", "maximum", "pattern", "enum", "max_length", "format")
@@ -211,8 +216,9 @@ class _Reader:
         event_types = [
             self.event(name, spec, shared, (*at, "events", name)) for name, spec in events.items()
         ]
+        severities = self.mapping(data.get("severities"), (*at, "severities"), BUILTIN_RULES)
         with self.at(at):
-            return Contract(tuple(event_types), envelope)
+            return Contract(tuple(event_types), envelope, dict(severities))
 
     def event(self, name: str, spec: Any, shared: tuple[Field, ...], at: At) -> EventType:
         spec = self.mapping(spec, at, EVENT_KEYS)

@@ -42,7 +42,6 @@ from pipelines.contract import (
     Pattern,
     Range,
     Rule,
-    Severity,
     StringFormat,
 )
 from pipelines.contract import rules as builtin
@@ -142,7 +141,7 @@ def contract_suite(
         raise ValueError(f"mostly must be in (0, 1], got {mostly!r}; e.g. 0.99 for 99% of rows")
     checks: list[QualityCheck] = []
     for rule in _rules_of(contract, event):
-        critical = rule.severity is Severity.BLOCK
+        critical = rule.severity.blocks
         if rule.name == builtin.REQUIRED_FIELDS_PRESENT:
             checks += [
                 QualityCheck(

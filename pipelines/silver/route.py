@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 
-from pipelines.contract import UNKNOWN_FIELDS_COLUMN, Contract, EventType, Severity, UnknownFields
+from pipelines.contract import UNKNOWN_FIELDS_COLUMN, Contract, EventType, UnknownFields
 from pipelines.silver import layout
 from pipelines.silver.duplicates import mark_duplicates
 from pipelines.silver.layout import EVENT_ID, EVENT_TYPE, SOURCE_COLUMNS
@@ -126,7 +126,7 @@ def route(
     frame = mark_duplicates(checked, contract, existing)
     broken = violations(contract)
     rules = silver_rules(contract)
-    stopping = [broken[r.name] for r in rules if r.severity is Severity.QUARANTINE]
+    stopping = [broken[r.name] for r in rules if r.severity.quarantines]
     quarantined = F.lit(False)
     for column in stopping:
         quarantined = quarantined | column

@@ -29,7 +29,7 @@ from dataclasses import dataclass, field
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
-from pipelines.contract import Contract, Rule, Severity
+from pipelines.contract import Contract, Rule
 from pipelines.contract.rules import KNOWN_EVENT_TYPE, PARSEABLE_JSON
 from pipelines.delta_tables import (
     MergeOutcome,
@@ -64,7 +64,7 @@ class RuleCheck:
 
     @property
     def blocking(self) -> bool:
-        return self.rule.severity is Severity.BLOCK
+        return self.rule.severity.blocks
 
 
 def rule_checks(contract: Contract) -> list[RuleCheck]:

@@ -226,3 +226,29 @@ def test_silver_reads_the_ingest_silver_from_names_and_refuses_an_unknown_one():
     wrong = declared.model_copy(update={"silver_from": "orders_evnts"})
     with pytest.raises(ComponentDeclarationError, match="silver_from 'orders_evnts' names no"):
         wrong.build_defs(ComponentTree.for_test().load_context)
+
+
+def test_a_quarantine_and_block_rule_quarantines_its_rows_and_stops_what_follows(
+    spark, resources, dagster_instance
+):
+    contract = yaml.safe_load(CONTRACT_FILE.read_text())
+    contract["events"]["OrderPlaced"]["fields"]["data.amount"]["severity"] = "quarantine+block"
+    declared = component(contract=contract)
+    provision_and_publish(declared, resources)
+    ran = []
+
+    @asset(deps=[PLACED_KEY])
+    def revenue_report() -> None:
+        ran.append(True)
+
+    result = run(declared, resources, dagster_instance, revenue_report, raise_on_error=False)
+
+    assert not result.success
+    assert checks(result)[(PLACED_KEY, "amount_in_range")] == (False, 2, "ERROR")
+    assert ran == []
+    # The two orders out of range are in quarantine, not in silver.
+    quarantined = table(spark, resources, "quarantine/orders").where(
+        "array_contains(failed_rules, 'amount_in_range')"
+    )
+    assert quarantined.count() == 2
+    assert table(spark, resources, "silver/orders_placed").count() == 100

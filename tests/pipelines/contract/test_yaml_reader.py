@@ -370,3 +370,32 @@ def test_derived_columns_beside_an_asyncapi_contract_are_read_with_their_lines(t
     )
     (cents,) = read_derived(path, at=("attributes", "derived"))["OrderPlaced"]
     assert (cents.name, cents.expression) == ("amount_cents", "CAST(amount * 100 AS BIGINT)")
+
+
+def test_a_rule_can_quarantine_and_block_and_built_in_rules_can_block_too():
+    both = {"severity": "quarantine+block"}
+    envelope = {"t": {"required": True}, "id": {"required": True}}
+    contract = contract_from_dict(
+        {
+            "envelope": {"event_type": "t", "event_id": "id", "fields": envelope},
+            "events": {"E": {"fields": {"size": {"type": "long", "maximum": 10, **both}}}},
+            "severities": {"required_fields_present": "quarantine+block"},
+        }
+    )
+
+    severities = {rule.name: rule.severity for rule in contract.rules}
+    assert severities["size_in_range"] is Severity.QUARANTINE_BLOCK
+    assert severities["required_fields_present"] is Severity.QUARANTINE_BLOCK
+    assert severities["event_id_unique"] is Severity.QUARANTINE
+    assert Severity.QUARANTINE_BLOCK.quarantines and Severity.QUARANTINE_BLOCK.blocks
+    assert (Severity.BLOCK.quarantines, Severity.WARN.blocks) == (False, False)
+
+
+def test_a_built_in_rule_cannot_let_its_rows_stay_in_silver():
+    fields = {"t": {"required": True}, "x": None}
+    base = {"envelope": {"event_type": "t"}, "events": {"E": {"fields": fields}}}
+
+    with pytest.raises(ContractError, match=r"severities.parseable_json: a built-in rule's row"):
+        contract_from_dict({**base, "severities": {"parseable_json": "warn"}})
+    with pytest.raises(ContractError, match=r"severities.x_in_range: unknown key"):
+        contract_from_dict({**base, "severities": {"x_in_range": "block"}})
