@@ -50,9 +50,9 @@ from pipelines.components.models import AggregateModel, EnvelopeModel, IngestMod
 from pipelines.components.scaffold import JetStreamStreamScaffolder
 from pipelines.contract import (
     Contract,
-    DerivedColumn,
     Envelope,
     contract_from_dict,
+    derived_from_dict,
     read_asyncapi,
     read_contract,
     read_derived,
@@ -162,10 +162,7 @@ class JetStreamStream(Component, Model, Resolvable):
         defs_yaml = directory / "defs.yaml"
         if defs_yaml.is_file():
             return read_derived(defs_yaml, at=("attributes", "derived"))
-        return {
-            event: tuple(DerivedColumn(column, expression) for column, expression in spec.items())
-            for event, spec in self.derived.items()
-        }
+        return derived_from_dict(self.derived, source=f"stream {self.stream.name} derived")
 
     def topology(self) -> Topology:
         """What the stream needs on the server, for `jsl provision`: the stream, each ingest's

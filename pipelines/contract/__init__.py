@@ -42,6 +42,7 @@ from pipelines.contract.rules import BUILTIN_RULES, Rule
 from pipelines.contract.yaml_reader import (
     contract_from_dict,
     default_table,
+    derived_from_dict,
     read_contract,
     read_derived,
 )
@@ -74,6 +75,7 @@ __all__ = [
     "contract_from_dict",
     "contract_from_json_schemas",
     "default_table",
+    "derived_from_dict",
     "parse_duration",
     "parse_type",
     "read_asyncapi",

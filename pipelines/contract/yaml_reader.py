@@ -146,7 +146,17 @@ def read_derived(path: str | Path, *, at: At) -> dict[str, tuple[DerivedColumn, 
     Raises:
         ContractError: naming the file, the line and the key path of the first problem.
     """
-    document = load_document(path)
+    return _derived_of(load_document(path), at)
+
+
+def derived_from_dict(
+    data: Mapping[str, Any], *, source: str | None = None
+) -> dict[str, tuple[DerivedColumn, ...]]:
+    """`read_derived` for a mapping already in memory (errors name `source` and the path)."""
+    return _derived_of(Document({"derived": data}, source), ("derived",))
+
+
+def _derived_of(document: Document, at: At) -> dict[str, tuple[DerivedColumn, ...]]:
     reader = _Reader(document)
     found = {}
     for event, columns in reader.mapping(_value(document.data, at), at, None).items():

@@ -21,6 +21,7 @@ from pipelines.contract import (
     TypeKind,
     UnknownFields,
     contract_from_dict,
+    derived_from_dict,
     read_contract,
     read_derived,
 )
@@ -399,3 +400,17 @@ def test_a_built_in_rule_cannot_let_its_rows_stay_in_silver():
         contract_from_dict({**base, "severities": {"parseable_json": "warn"}})
     with pytest.raises(ContractError, match=r"severities.x_in_range: unknown key"):
         contract_from_dict({**base, "severities": {"x_in_range": "block"}})
+
+
+def test_derived_columns_from_a_mapping_take_the_long_form_and_name_their_source():
+    found = derived_from_dict(
+        {"E": {"a": "x + 1", "b": {"expression": "y", "type": "long", "description": "d"}}}
+    )
+    assert found["E"] == (
+        DerivedColumn("a", "x + 1"),
+        DerivedColumn("b", "y", FieldType(TypeKind.LONG), "d"),
+    )
+    with pytest.raises(ContractError, match=r"stream S derived: derived.E.b.type: unknown type"):
+        derived_from_dict(
+            {"E": {"b": {"expression": "y", "type": "lng"}}}, source="stream S derived"
+        )
