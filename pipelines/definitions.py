@@ -8,6 +8,7 @@ from pathlib import Path
 from dagster import (
     AssetSelection,
     Definitions,
+    JobDefinition,
     define_asset_job,
     in_process_executor,
     load_from_defs_folder,
@@ -62,32 +63,31 @@ file_trash_pipeline_job = define_asset_job(
     description="Everything: the ingests, silver with its checks, gold, downstream events.",
 )
 
-# The streams declared as components (pipelines/defs/*/defs.yaml).
-declared_streams = load_from_defs_folder(path_within_project=Path(__file__).parent)
-# Maintenance takes every Delta table an asset declares (its `lakehouse/table` metadata).
-maintain_delta_tables = build_maintenance_job(
-    declared_tables(
-        [*file_events.defs.assets, *FILE_TRASH_ASSETS, *(declared_streams.assets or [])]
-    )
-)
 
-# One Definitions at module scope (the code location's): the domain's is built inline, and
-# the declared streams are loaded beside it.
-defs = Definitions.merge(
-    file_events.defs,
-    declared_streams,
-    Definitions(
-        assets=FILE_TRASH_ASSETS,
-        jobs=[
-            file_trash_pipeline_job,
-            daily_gold_job,
-            generate_file_events_job,
-            maintain_delta_tables,
-        ],
-        schedules=[daily_gold_schedule, delta_maintenance_schedule],
-        # One process, so one Spark JVM, per run: the default multiprocess executor would start a
-        # JVM (and resolve the Delta jars) for every step, which costs more than it saves here.
-        executor=in_process_executor,
-        resources=default_resources(),
-    ),
-)
+def _code_location() -> tuple[Definitions, JobDefinition]:
+    """The code location's Definitions, and its maintenance job over every Delta table an
+    asset declares (its `lakehouse/table` metadata), the declared streams' included. Built
+    in a function so that `defs` is the module's only Definitions (Dagster refuses two)."""
+    # The streams declared as components (pipelines/defs/*/defs.yaml).
+    declared = load_from_defs_folder(path_within_project=Path(__file__).parent)
+    assets = [*file_events.defs.assets, *FILE_TRASH_ASSETS, *(declared.assets or [])]
+    maintain = build_maintenance_job(declared_tables(assets))
+    # The domain's Definitions, built inline, with the declared streams beside it.
+    location = Definitions.merge(
+        file_events.defs,
+        declared,
+        Definitions(
+            assets=FILE_TRASH_ASSETS,
+            jobs=[file_trash_pipeline_job, daily_gold_job, generate_file_events_job, maintain],
+            schedules=[daily_gold_schedule, delta_maintenance_schedule],
+            # One process, so one Spark JVM, per run: the default multiprocess executor would
+            # start a JVM (and resolve the Delta jars) for every step, which costs more than it
+            # saves here.
+            executor=in_process_executor,
+            resources=default_resources(),
+        ),
+    )
+    return location, maintain
+
+
+defs, maintain_delta_tables = _code_location()
