@@ -257,8 +257,10 @@ def build_asyncapi(topology: Topology = FILE_TRASH_TOPOLOGY) -> dict[str, Any]:
     for event_type, subject in SUBJECTS.items():
         channels[channel_id(subject)] = _channel(subject, event_type, topology)
         operations.update(_operations(subject, event_type, topology))
+    severities = {rule: severity.value for rule, severity in contract.builtin_severities.items()}
     return {
         "asyncapi": ASYNCAPI_VERSION,
+        **({"x-jsl-severities": severities} if severities else {}),
         "info": {
             "title": "File Trash Service",
             "version": project_version(),

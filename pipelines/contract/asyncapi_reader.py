@@ -15,7 +15,8 @@ its `name`, else its key), published on the addresses of the channels that carry
 payload (a JSON Schema, possibly `{schemaFormat, schema}`) is read by
 `pipelines.contract.json_schema_reader`. `$ref`s resolve inside the document; operations
 and servers are not read. The envelope's paths, tables and derived columns come from the
-caller.
+caller. The built-in rules' severities, if not `quarantine`, are the document's
+`x-jsl-severities` (at its root: `{required_fields_present: quarantine+block}`).
 """
 
 from __future__ import annotations
@@ -114,6 +115,8 @@ def contract_from_asyncapi(
     derived = derived or {}
     events = []
     for payload, at, name, subjects in messages:
+        resolved, resolved_at = reader.resolve(payload, at)
+        reader.not_here(resolved, resolved_at, "x-jsl-severities", "at the document's root")
         event = reader.event_type(
             payload, at, name=name, envelope=envelope, tables=tables, subjects=subjects
         )
@@ -129,8 +132,9 @@ def contract_from_asyncapi(
                 "give each message its own discriminator value",
                 ("channels",),
             )
+    severities = reader.severities(document, ())
     with located(source, ()):
-        return Contract(tuple(events), envelope)
+        return Contract(tuple(events), envelope, severities)
 
 
 def _stream_of(reader: SchemaReader, channel: Mapping, at: At) -> str | None:

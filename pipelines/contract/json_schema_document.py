@@ -25,7 +25,7 @@ KEYWORDS = frozenset(
 )  # fmt: skip
 EXTENSIONS = frozenset(
     {"x-jsl-type", "x-jsl-column", "x-jsl-rule", "x-jsl-severity", "x-jsl-not-in-future",
-     "x-jsl-unknown-fields"}
+     "x-jsl-unknown-fields", "x-jsl-severities"}
 )  # fmt: skip
 # The model's relative error paths -> this document's keywords.
 _KEYWORD_OF = {
@@ -34,6 +34,7 @@ _KEYWORD_OF = {
     "not_in_future": "x-jsl-not-in-future",
     "severity": "x-jsl-severity",
     "column": "x-jsl-column",
+    "severities": "x-jsl-severities",
 }
 
 

@@ -28,6 +28,8 @@
                                                only constraint, or {<kind>: value}
     x-jsl-not-in-future: 5m                    not_in_future constraint with that skew
     x-jsl-unknown-fields: keep (at the root)   unknown fields: keep, ignore or reject
+    x-jsl-severities: {rule: sev} (at the root) built-in rules' severities (quarantine or
+                                               quarantine+block), as a contract's severities:
 
 Any other keyword (`oneOf`, `anyOf`, `allOf`, `not`, `if`/`then`/`else`, `patternProperties`,
 `dependentSchemas`, `exclusiveMinimum`, `minLength`, a `$ref` to another document, an
@@ -43,6 +45,7 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
+from pipelines.contract.constraints import Severity
 from pipelines.contract.errors import located
 from pipelines.contract.json_schema_document import At
 from pipelines.contract.json_schema_fields import SchemaFields
@@ -53,6 +56,7 @@ from pipelines.contract.model import (
     EventType,
     Field,
     UnknownFields,
+    checked_severities,
     snake_case,
 )
 from pipelines.contract.yaml_source import load_document
@@ -116,6 +120,25 @@ class SchemaReader(SchemaFields):
                 description=schema.get("description"),
             )
 
+    def severities(self, schema: Any, at: At) -> dict[str, Severity]:
+        """The built-in rules' severities under `x-jsl-severities` of the mapping at `at`."""
+        given = schema.get("x-jsl-severities") if isinstance(schema, Mapping) else None
+        if given is None:
+            return {}
+        if not isinstance(given, Mapping):
+            raise self.fail(
+                "x-jsl-severities maps built-in rules to quarantine or quarantine+block, "
+                f"got {given!r}",
+                (*at, "x-jsl-severities"),
+            )
+        with self.at(at):
+            return checked_severities(given)
+
+    def not_here(self, schema: Any, at: At, keyword: str, where: str) -> None:
+        """Fails when `schema` has `keyword`, which is read only `where`."""
+        if isinstance(schema, Mapping) and keyword in schema:
+            raise self.fail(f"{keyword} is read only {where}; move it there", (*at, keyword))
+
     def discriminator(self, schema: Mapping, at: At, path: str) -> str:
         for key in path.split("."):
             schema, at = self.resolve(
@@ -148,6 +171,7 @@ class SchemaReader(SchemaFields):
         for key, prop, prop_at, is_required in self.properties(schema, at):
             prop, prop_at = self.resolve(prop, prop_at)
             self.check_keywords(prop, prop_at)
+            self.not_here(prop, prop_at, "x-jsl-severities", "at the root of the document")
             path = prefix + key
             if self.is_object(prop) and "x-jsl-type" not in prop and "properties" in prop:
                 if "x-jsl-column" in prop:
@@ -235,8 +259,15 @@ def read_json_schemas(
 
 def _contract(readers, envelope, tables, subjects, derived, source) -> Contract:
     subjects, derived = subjects or {}, derived or {}
-    events = []
+    events, severities = [], {}
     for reader, schema, name in readers:
+        for rule, severity in reader.severities(schema, ()).items():
+            if severities.setdefault(rule, severity) is not severity:
+                raise reader.fail(
+                    f"{rule} is {severity.value} here but {severities[rule].value} in another "
+                    "schema; a built-in rule has one severity per contract",
+                    ("x-jsl-severities", rule),
+                )
         event = reader.event_type(schema, (), name=name, envelope=envelope, tables=tables)
         extra = {
             "subjects": tuple(subjects.get(event.name, ())),
@@ -245,4 +276,4 @@ def _contract(readers, envelope, tables, subjects, derived, source) -> Contract:
         with located(source, ("events", event.name)):
             events.append(replace(event, **{k: v for k, v in extra.items() if v}))
     with located(source, ()):
-        return Contract(tuple(events), envelope)
+        return Contract(tuple(events), envelope, severities)

@@ -198,7 +198,7 @@ class Contract:
             _check_envelope(self.envelope, event)
         if self.envelope.event_type is None:
             _check_subjects_without_discriminator(self.event_types)
-        object.__setattr__(self, "builtin_severities", _builtin_severities(self.builtin_severities))
+        object.__setattr__(self, "builtin_severities", checked_severities(self.builtin_severities))
         object.__setattr__(self, "rules", derive_rules(self))
 
     def event_type(self, name: str) -> EventType:
@@ -218,7 +218,13 @@ class Contract:
         return tuple(rule.name for rule in self.rules)
 
 
-def _builtin_severities(given: Mapping[str, object]) -> dict[str, Severity]:
+def checked_severities(given: Mapping[str, object]) -> dict[str, Severity]:
+    """The built-in rules' severities `given` names (rule name -> severity text or Severity).
+
+    Raises:
+        ContractError: at `severities.<name>`: not a built-in rule, or a severity that would
+            keep the row in silver (only quarantine and quarantine+block are allowed).
+    """
     from pipelines.contract.rules import BUILTIN_RULES
 
     found = {}

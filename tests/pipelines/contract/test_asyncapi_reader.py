@@ -133,3 +133,35 @@ def test_errors_from_a_file_name_its_line(tmp_path, document):
     assert str(raised.value).startswith(
         f"{path}:{line}: #/components/schemas/OrderId/patternProperties: unsupported"
     )
+
+
+def test_x_jsl_severities_at_the_document_root_set_the_built_in_rules_severities(document):
+    document["x-jsl-severities"] = {"event_id_unique": "quarantine+block"}
+
+    contract = read(document)
+
+    severities = {rule.name: rule.severity.value for rule in contract.rules}
+    assert severities["event_id_unique"] == "quarantine+block"
+    assert severities["parseable_json"] == "quarantine"
+
+
+def test_x_jsl_severities_elsewhere_or_wrong_fail_with_the_json_pointer(tmp_path, document):
+    document["x-jsl-severities"] = {"event_id_unique": "block"}
+    path = tmp_path / "orders.asyncapi.yaml"
+    path.write_text(yaml.safe_dump(document, sort_keys=False))
+    line = next(
+        n for n, text in enumerate(path.read_text().splitlines(), 1) if "event_id_unique" in text
+    )
+    with pytest.raises(ContractError) as raised:
+        read_asyncapi(path, stream="ORDERS", envelope=ENVELOPE)
+    assert str(raised.value).startswith(
+        f"{path}:{line}: #/x-jsl-severities/event_id_unique: a built-in rule's row cannot stay"
+    )
+
+    del document["x-jsl-severities"]
+    document["components"]["schemas"]["OrderPlaced"]["x-jsl-severities"] = {}
+    with pytest.raises(ContractError) as raised:
+        read(document)
+    assert "OrderPlaced/x-jsl-severities: x-jsl-severities is read only at the document's root" in (
+        str(raised.value)
+    )

@@ -248,3 +248,63 @@ def test_schema_files_are_read_with_lines_and_named_by_their_stem(tmp_path):
     path.write_text("type: object\nproperties:\n  value: {type: number}\n")
     contract = read_json_schemas([path], subjects={"Reading": ["sensors.reading"]})
     assert contract.event_type("Reading").table == "silver/reading"
+
+
+def test_x_jsl_severities_at_a_schema_root_set_the_built_in_rules_severities():
+    blocking = {"required_fields_present": "quarantine+block"}
+    contract = contract_from_json_schemas(
+        {"thing": schema({"x": {"type": "string"}}, **{"x-jsl-severities": blocking})},
+        envelope=ENVELOPE,
+    )
+
+    severities = {rule.name: rule.severity for rule in contract.rules}
+    assert severities["required_fields_present"] is Severity.QUARANTINE_BLOCK
+    assert severities["field_types_valid"] is Severity.QUARANTINE
+
+
+@pytest.mark.parametrize(
+    ("root", "data", "message"),
+    [
+        (
+            {"x-jsl-severities": {"field_types_valid": "warn"}},
+            {},
+            "thing]: #/x-jsl-severities/field_types_valid: a built-in rule's row cannot stay",
+        ),
+        (
+            {"x-jsl-severities": {"x_in_range": "block"}},
+            {},
+            "#/x-jsl-severities/x_in_range: 'x_in_range' is not a built-in rule",
+        ),
+        (
+            {"x-jsl-severities": "block"},
+            {},
+            "#/x-jsl-severities: x-jsl-severities maps built-in rules to quarantine",
+        ),
+        (
+            {},
+            {"x": {"type": "string", "x-jsl-severities": {}}},
+            "#/properties/data/properties/x/x-jsl-severities: x-jsl-severities is read only at "
+            "the root of the document",
+        ),
+    ],
+)
+def test_bad_x_jsl_severities_fail_with_their_schema_path(root, data, message):
+    assert message in error(data or {"y": {"type": "string"}}, **root)
+
+
+def test_two_schemas_giving_a_built_in_rule_different_severities_fail():
+    def thing(name: str, severity: str) -> dict:
+        root = {"x-jsl-severities": {"event_id_unique": severity}}
+        found = schema({"x": {"type": "string"}}, **root)
+        found["properties"]["eventType"]["const"] = name
+        return found
+
+    with pytest.raises(ContractError) as raised:
+        contract_from_json_schemas(
+            {"a": thing("A", "quarantine+block"), "b": thing("B", "quarantine")},
+            envelope=ENVELOPE,
+        )
+
+    assert "schemas[b]: #/x-jsl-severities/event_id_unique: event_id_unique is quarantine" in str(
+        raised.value
+    )
