@@ -86,6 +86,7 @@ class Supervisor:
         self.signals: list[int] = []
         self.descendants: dict[int, psutil.Process] = {}
         self._first_signal_at: float | None = None
+        self._process: subprocess.Popen | None = None
 
     def run(self) -> int:
         """Runs the command until it exits or a signal stops it; returns its exit code.
@@ -94,10 +95,21 @@ class Supervisor:
             The command's exit code, or 128 + the signal's number when a signal stopped it.
         """
         previous = {signum: signal.getsignal(signum) for signum in FORWARDED_SIGNALS}
-        process = subprocess.Popen(self.command, env=self.env, cwd=self.cwd, process_group=0)
+        # The handlers go in before the command starts: a signal this process ignores (a
+        # command started with `&` from a script, or under nohup, ignores SIGINT) would stay
+        # ignored in the command, whereas a handled one is reset to its default there.
+        for signum in FORWARDED_SIGNALS:
+            signal.signal(signum, lambda signum, _frame: self._forward(signum))
         try:
-            for signum in FORWARDED_SIGNALS:
-                signal.signal(signum, lambda signum, _frame: self._forward(process, signum))
+            process = subprocess.Popen(self.command, env=self.env, cwd=self.cwd, process_group=0)
+        except BaseException:
+            for signum, handler in previous.items():
+                signal.signal(signum, handler)
+            raise
+        self._process = process
+        try:
+            if self.signals:  # arrived while the command was starting
+                signal_group(process.pid, self.signals[0])
             self._wait(process)
         finally:
             try:  # a signal during the sweep only escalates, as while waiting
@@ -111,12 +123,16 @@ class Supervisor:
             return 128 + self.signals[0]
         return process.returncode
 
-    def _forward(self, process: subprocess.Popen, signum: int) -> None:
+    def _forward(self, signum: int) -> None:
         """The signal handler: the first signal goes to the group as is, later ones escalate.
 
         It only records and sends; `_wait` prints (printing inside a handler can re-enter).
+        Before the command has started it only records (`run` sends the first then).
         """
         self.signals.append(signum)
+        process = self._process
+        if process is None:
+            return
         if len(self.signals) == 1:
             signal_group(process.pid, signum)
         else:

@@ -137,3 +137,33 @@ def test_a_command_that_ignores_signals_is_killed_with_what_it_started(tmp_path)
     escaped = int(pid_file.read_text())  # started within the 2 s before the SIGINT
     assert not psutil.pid_exists(escaped) or psutil.Process(escaped).status() == "zombie"
     assert any("SIGKILL" in message for message in messages), messages
+
+
+def test_a_command_stops_on_ctrl_c_even_when_jsl_dev_was_started_ignoring_it(tmp_path):
+    # `jsl dev &` from a script, or a CI step run in the background, starts with SIGINT
+    # ignored; the command must still get SIGINT's default (Python: KeyboardInterrupt), or
+    # Ctrl-C waits out the whole grace period (it did: `dagster dev` ignored it for 60 s).
+    messages: list[str] = []
+    supervisor = Supervisor(
+        [sys.executable, "-c", "import time; time.sleep(300)"],
+        env=dict(os.environ),
+        cwd=tmp_path,
+        say=messages.append,
+        grace=60.0,
+        term_grace=1.0,
+    )
+    before = signal.signal(signal.SIGINT, signal.SIG_IGN)
+    timer = threading.Timer(3.0, os.kill, (os.getpid(), signal.SIGINT))
+    timer.start()
+    try:
+        code = supervisor.run()
+    finally:
+        timer.cancel()
+        signal.signal(signal.SIGINT, before)
+
+    assert code == 128 + signal.SIGINT
+    # It stopped on SIGINT itself: no escalation ("still running after 60s: SIGTERM ...").
+    assert messages == [
+        "SIGINT: stopping python and what it started (up to 60s, then SIGTERM and SIGKILL; "
+        "signal again to hurry)"
+    ]
