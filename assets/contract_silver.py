@@ -13,13 +13,14 @@ rows. The others (`parseable_json`, `known_event_type`, `field_types_valid`,
 `no_unknown_fields`) pass when no row of the batch breaks them. `quarantine` and `warn`
 rules warn, `block` rules are blocking errors (the assets after that table do not run). Every
 check's metadata has the rows the stage flagged (`failing_rows`) and, for GX, the
-expectations and their unexpected rows.
+expectations and their unexpected rows. Each batch's validation results, HTML reports and run
+manifest go to the artifacts Object Store (`pipelines.silver.artifacts`); the tables'
+metadata names them and the command to fetch each.
 
 A run with nothing new reports the selected tables (nothing written) and the checks with the
 verdicts recorded with the watermark by the batch the tables last took in.
 """
 
-import dataclasses
 import datetime as dt
 
 from dagster import (
@@ -33,16 +34,21 @@ from dagster import (
     AssetSpec,
     MaterializeResult,
     MetadataValue,
-    TableColumn,
-    TableSchema,
     multi_asset,
 )
 
-from pipelines.contract import Contract, EventType
+from pipelines.artifacts import ARTIFACTS_BUCKET, artifact_metadata
+from pipelines.contract import Contract
 from pipelines.delta_tables import table_version
 from pipelines.ingest.spec import IngestSpec
+from pipelines.silver.artifacts import store_silver_artifacts
 from pipelines.silver.expectations import recorded_outcomes
-from pipelines.silver.schema import QUARANTINE_SCHEMA, silver_schema, table_schema
+from pipelines.silver.schema import (
+    QUARANTINE_SCHEMA,
+    declared_schema,
+    silver_schema,
+    table_schema,
+)
 from pipelines.silver.stage import (
     QUARANTINE,
     ContractSilverResult,
@@ -52,6 +58,7 @@ from pipelines.silver.stage import (
 )
 from pipelines.watermarks import WatermarkStore
 from resources.jetstream import JetStreamResource
+from resources.jetstream.errors import JetStreamError
 from resources.lakehouse import TABLE_METADATA_KEY, LakehouseResource
 from resources.quality import DataQualityResource
 from resources.spark import SparkResource
@@ -67,20 +74,6 @@ def stage_name(stream: str) -> str:
     return f"silver.{stream.lower()}"
 
 
-def declared_schema(event: EventType) -> TableSchema:
-    """The table's column schema without a Spark session: a derived column declared without
-    a type shows as `derived` (materialisations report the resolved type)."""
-    if all(d.type is not None for d in event.derived):
-        return table_schema(silver_schema(event))
-    columns = list(table_schema(silver_schema(dataclasses.replace(event, derived=()))).columns)
-    at = len(columns) - 6  # before stream, seq, subject, published, run_id, processed_at
-    derived = [
-        TableColumn(d.name, d.type.spark_sql if d.type else "derived", description=d.description)
-        for d in event.derived
-    ]
-    return TableSchema(columns=[*columns[:at], *derived, *columns[at:]])
-
-
 def build_contract_silver_asset(
     contract: Contract,
     ingest: IngestSpec,
@@ -89,6 +82,7 @@ def build_contract_silver_asset(
     quarantine: str | None = None,
     group_name: str = "silver",
     mostly: float = 1.0,
+    artifacts_bucket: str | None = ARTIFACTS_BUCKET,
 ) -> AssetsDefinition:
     """The contract's silver multi-asset, reading `ingest`'s bronze table.
 
@@ -101,6 +95,9 @@ def build_contract_silver_asset(
         group_name: the assets' group.
         mostly: the share of a batch's rows each Great Expectations expectation needs, in
             (0, 1]; 1.0 fails a check on any row that breaks its rule.
+        artifacts_bucket: the Object Store bucket for each batch's validation results,
+            reports and run manifest; None stores none. A missing bucket is logged as a
+            warning (the batch is in its tables by then), not an error.
 
     Returns:
         The multi-asset `silver_<stream lower>` (resources jetstream, spark, lakehouse,
@@ -193,12 +190,34 @@ def build_contract_silver_asset(
             mostly=mostly,
         )
         context.log.info(_summary(ingest.table, result))
+        every_check = {AssetCheckKey(keys[c.target], c.rule.name) for c in checks}
+        verdicts = list(_check_results(checks, keys, result, mostly, every_check))
+        stored = ()
+        if result.processed and artifacts_bucket is not None:
+            try:
+                stored = store_silver_artifacts(
+                    client,
+                    bucket=artifacts_bucket,
+                    run_id=context.run.run_id,
+                    stream=stream,
+                    source_table=ingest.table,
+                    result=result,
+                    tables={target: (tables[target], paths[target]) for target in tables},
+                    checks={
+                        f"{v.asset_key.to_user_string()}:{v.check_name}": v.passed for v in verdicts
+                    },
+                )
+            except JetStreamError as error:
+                # The tables and the watermark have moved: report the batch and checks anyway.
+                context.log.warning(f"artifacts of this run were not stored: {error}")
         selected = context.selected_asset_keys
         for target, key in keys.items():
             if key in selected:
-                yield _materialization(session, contract, target, key, paths[target], result)
+                yield _materialization(
+                    session, contract, target, key, paths[target], result, stored
+                )
         wanted = context.selected_asset_check_keys
-        yield from _check_results(checks, keys, result, mostly, wanted)
+        yield from (v for v in verdicts if AssetCheckKey(v.asset_key, v.check_name) in wanted)
 
     return contract_silver
 
@@ -266,13 +285,14 @@ def _written(result: ContractSilverResult) -> dict[str, int]:
     return written
 
 
-def _materialization(session, contract, target, key, path, result) -> MaterializeResult:
+def _materialization(session, contract, target, key, path, result, stored) -> MaterializeResult:
     merge = result.quarantine if target == QUARANTINE else result.tables[target]
     metadata = {
         "rows_in": MetadataValue.int(result.rows_in),
         "rows_written": MetadataValue.int(merge.inserted),
         "table_path": MetadataValue.path(path),
         "bronze_range": MetadataValue.text(_batch(result)),
+        **artifact_metadata(stored),
     }
     version = table_version(session, path)
     if version is not None:

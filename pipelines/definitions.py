@@ -3,9 +3,12 @@ resources together."""
 
 from __future__ import annotations
 
+import functools
 from pathlib import Path
 
 from dagster import (
+    AssetKey,
+    AssetsDefinition,
     AssetSelection,
     Definitions,
     JobDefinition,
@@ -14,6 +17,7 @@ from dagster import (
     load_from_defs_folder,
 )
 
+from assets.bronze import bronze_asset_key
 from assets.downstream import file_trashed_events
 from assets.gold import gold_file_trash
 from assets.silver import silver_file_events
@@ -22,40 +26,40 @@ from pipelines.file_trash.topology import (
     AUDIT_LOG,
     BRONZE_FILE_EVENTS,
     FILE_EVENTS,
-    REPLAY_REQUESTS,
     TRASH_NOTIFICATIONS,
 )
 from pipelines.generate_job import generate_file_events_job
 from pipelines.maintenance import build_maintenance_job
 from pipelines.schedules import daily_gold_job, daily_gold_schedule, delta_maintenance_schedule
 from pipelines.settings import Settings
-from pipelines.streams import BronzeIngest, build_stream
 from resources.lakehouse import declared_tables
 
 settings = Settings.from_env()
 
-# The stream and its three ingests: bronze assets, ingest jobs, sensors, lag checks, replays.
-file_events = build_stream(
-    FILE_EVENTS,
-    [
-        BronzeIngest(BRONZE_FILE_EVENTS, replay=True),
-        # Fan-out: a second durable consumer on the same subjects (the audit-logger service).
-        BronzeIngest(AUDIT_LOG, key_prefix="audit"),
-        # A filtered consumer fed by what gold publishes downstream.
-        BronzeIngest(TRASH_NOTIFICATIONS, upstream=(file_trashed_events.key,)),
-    ],
-    replay_bucket=REPLAY_REQUESTS.bucket,
+
+@functools.cache
+def declared_streams() -> Definitions:
+    """Every stream declared as a component in `pipelines/defs/*/defs.yaml`, the file trash's
+    FILE_EVENTS among them (its stream asset, three ingests with their bronze assets, jobs,
+    sensors and lag checks, the observation sensor, replays)."""
+    return load_from_defs_folder(path_within_project=Path(__file__).parent)
+
+
+def _declared_asset(key: AssetKey) -> AssetsDefinition:
+    return next(a for a in declared_streams().assets or () if key in getattr(a, "keys", ()))
+
+
+# FILE_EVENTS' declared parts the domain and the tests refer to.
+bronze_file_events = _declared_asset(bronze_asset_key(BRONZE_FILE_EVENTS))
+audit_log = _declared_asset(bronze_asset_key(AUDIT_LOG, "audit"))
+trash_notifications = _declared_asset(bronze_asset_key(TRASH_NOTIFICATIONS))
+observation_sensor = next(
+    s for s in declared_streams().sensors or () if s.name == f"observe_{FILE_EVENTS.name}"
 )
-bronze_file_events, audit_log, trash_notifications = (
-    file_events.bronze_assets[spec.name]
-    for spec in (BRONZE_FILE_EVENTS, AUDIT_LOG, TRASH_NOTIFICATIONS)
-)
-ingest_file_events_job = file_events.ingest_jobs[BRONZE_FILE_EVENTS.name]
-observation_sensor = file_events.observation_sensor
 
 # The domain: silver with its checks, gold, and the FilePlacedInTrashEvents gold publishes.
 FILE_TRASH_ASSETS = [silver_file_events, gold_file_trash, file_trashed_events]
-ASSETS = [*file_events.defs.assets, *FILE_TRASH_ASSETS]  # every asset, for in-process runs
+ASSETS = [*(declared_streams().assets or ()), *FILE_TRASH_ASSETS]  # for in-process runs
 
 file_trash_pipeline_job = define_asset_job(
     "file_trash_pipeline",
@@ -68,14 +72,10 @@ def _code_location() -> tuple[Definitions, JobDefinition]:
     """The code location's Definitions, and its maintenance job over every Delta table an
     asset declares (its `lakehouse/table` metadata), the declared streams' included. Built
     in a function so that `defs` is the module's only Definitions (Dagster refuses two)."""
-    # The streams declared as components (pipelines/defs/*/defs.yaml).
-    declared = load_from_defs_folder(path_within_project=Path(__file__).parent)
-    assets = [*file_events.defs.assets, *FILE_TRASH_ASSETS, *(declared.assets or [])]
-    maintain = build_maintenance_job(declared_tables(assets))
-    # The domain's Definitions, built inline, with the declared streams beside it.
+    maintain = build_maintenance_job(declared_tables(ASSETS))
+    # The declared streams, and the domain's Definitions built inline beside them.
     location = Definitions.merge(
-        file_events.defs,
-        declared,
+        declared_streams(),
         Definitions(
             assets=FILE_TRASH_ASSETS,
             jobs=[file_trash_pipeline_job, daily_gold_job, generate_file_events_job, maintain],

@@ -6,7 +6,9 @@ bronze asset per ingest, one job per ingest, the sensors that launch them as the
 advances, the `consumer_lag` checks and the sensor that observes the stream and evaluates
 them, and, for ingests that ask for it, the replay job with its replay-request sensor. Names
 (asset keys, jobs, sensors) are derived from the stream and the ingests: nothing is passed
-by hand. `pipelines/definitions.py` merges one of these per stream with the domain's assets.
+by hand. The `JetStreamStream` component builds one per declared stream (the file trash's
+FILE_EVENTS is declared in `pipelines/defs/file_events/defs.yaml`); `pipelines/definitions.py`
+merges them with the domain's assets.
 
 Examples:
     >>> from pipelines.file_trash.topology import AUDIT_LOG, BRONZE_FILE_EVENTS, FILE_EVENTS

@@ -7,7 +7,7 @@ from dagster import AssetKey, Model
 from pydantic import Field
 
 from pipelines.aggregates import Aggregate, parse_measure
-from pipelines.ingest.spec import IngestSpec
+from pipelines.declaration import ingest_spec, stream_spec
 from pipelines.streams import BronzeIngest
 from resources.jetstream import StreamSpec
 
@@ -26,19 +26,14 @@ class StreamModel(Model):
         default=None, description="Window of publish de-duplication by Nats-Msg-Id."
     )
     replicas: int | None = Field(
-        default=None, description="1 to 5 (3 on a three-node cluster); unset: the server's."
+        default=None,
+        description="1 to 5 (3 on a three-node cluster); unset: JSL_NATS_REPLICAS if set, "
+        "else the server's. The checkpoint buckets take the same.",
     )
 
     def spec(self) -> StreamSpec:
-        return StreamSpec(
-            name=self.name,
-            subjects=tuple(self.subjects),
-            description=self.description,
-            max_age=self.max_age_seconds,
-            max_bytes=self.max_bytes,
-            duplicate_window=self.duplicate_window_seconds,
-            replicas=self.replicas,
-        )
+        """The stream's spec; replicas unset come from `JSL_NATS_REPLICAS` (if set)."""
+        return stream_spec(self.model_dump())
 
 
 class IngestModel(Model):
@@ -65,23 +60,10 @@ class IngestModel(Model):
         default=None, description="The check fails when the oldest waiting is older."
     )
 
-    def ingest(self, stream: str) -> BronzeIngest:
-        limits = {
-            "max_messages": self.max_messages,
-            "readers": self.readers,
-            "max_lag_messages": self.max_lag_messages,
-            "max_lag_age": self.max_lag_age_seconds,
-        }
-        spec = IngestSpec(
-            name=self.name,
-            stream=stream,
-            durable=self.durable,
-            table=self.table,
-            filter_subjects=tuple(self.filter_subjects),
-            **{name: value for name, value in limits.items() if value is not None},
-        )
+    def ingest(self, stream: StreamSpec) -> BronzeIngest:
+        """The ingest of `stream`, with its Dagster parts (key prefix, lineage, replays)."""
         return BronzeIngest(
-            spec,
+            ingest_spec(stream, self.model_dump()),
             key_prefix=self.key_prefix,
             upstream=tuple(AssetKey.from_user_string(key) for key in self.upstream),
             replay=self.replay,

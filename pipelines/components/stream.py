@@ -45,7 +45,8 @@ from pydantic import Field
 
 from assets.aggregates import build_aggregate_asset
 from assets.bronze import bronze_asset_key
-from assets.contract_silver import build_contract_silver_asset
+from assets.contract_silver import build_contract_silver_asset, quarantine_table
+from pipelines.artifacts import ARTIFACTS_BUCKET
 from pipelines.components.models import AggregateModel, EnvelopeModel, IngestModel, StreamModel
 from pipelines.components.scaffold import JetStreamStreamScaffolder
 from pipelines.contract import (
@@ -60,7 +61,9 @@ from pipelines.contract import (
 from pipelines.default_resources import default_resources
 from pipelines.silver.schema import RUN_FIELDS, SOURCE_FIELDS
 from pipelines.streams import DEFAULT_REPLAY_BUCKET, BronzeIngest, build_stream_defs
-from resources.jetstream import KeyValueSpec, Topology
+from resources.jetstream import KeyValueSpec, ObjectStoreSpec, Topology
+
+ARTIFACTS_DESCRIPTION = "Validation reports and run manifests."
 
 
 @scaffold_with(JetStreamStreamScaffolder)
@@ -99,6 +102,10 @@ class JetStreamStream(Component, Model, Resolvable):
         description="The ingest whose bronze table the contract's silver reads (default: the "
         "first).",
     )
+    quarantine_table: str | None = Field(
+        default=None,
+        description="The quarantine's Delta table (default quarantine/<stream lower>).",
+    )
     aggregates: list[AggregateModel] = Field(
         default_factory=list,
         description="Gold tables declared as aggregates of an event type's silver table "
@@ -109,6 +116,11 @@ class JetStreamStream(Component, Model, Resolvable):
         description="Run every step of a run in one process, so one Spark JVM per run (the "
         "in-process executor); false leaves the executor to your Definitions (Dagster's "
         "default starts a process, and a JVM, per step).",
+    )
+    artifacts_bucket: str | None = Field(
+        default=ARTIFACTS_BUCKET,
+        description="The Object Store bucket for each silver batch's Great Expectations "
+        "results, HTML reports and run manifest (`jsl provision` creates it); null stores none.",
     )
     check_mostly: float = Field(
         default=1.0,
@@ -166,17 +178,36 @@ class JetStreamStream(Component, Model, Resolvable):
 
     def topology(self) -> Topology:
         """What the stream needs on the server, for `jsl provision`: the stream, each ingest's
-        durable consumer and checkpoint bucket, and the replay-request bucket if an ingest
-        replays."""
+        durable consumer and checkpoint bucket, the replay-request bucket if an ingest
+        replays (10 revisions per key, so a request's outcome is kept beside it), and the
+        artifacts Object Store if there is a contract (its silver stores reports there); the
+        buckets take the stream's replicas."""
         stream = self.stream.spec()
-        ingests = [ingest.ingest(stream.name) for ingest in self.ingests]
+        ingests = [ingest.ingest(stream) for ingest in self.ingests]
         buckets = {i.spec.checkpoint_bucket: i.spec.checkpoint_bucket_spec() for i in ingests}
         if any(ingest.replay for ingest in ingests):
-            buckets.setdefault(DEFAULT_REPLAY_BUCKET, KeyValueSpec(DEFAULT_REPLAY_BUCKET))
+            buckets.setdefault(
+                DEFAULT_REPLAY_BUCKET,
+                KeyValueSpec(DEFAULT_REPLAY_BUCKET, history=10, replicas=stream.replicas),
+            )
+        has_contract = any(
+            getattr(self, name) is not None
+            for name in ("contract", "contract_file", "asyncapi_file")
+        )
+        objects = ()
+        if has_contract and self.artifacts_bucket is not None:
+            objects = (
+                ObjectStoreSpec(
+                    self.artifacts_bucket,
+                    description=ARTIFACTS_DESCRIPTION,
+                    replicas=stream.replicas,
+                ),
+            )
         return Topology(
             streams=(stream,),
             consumers=tuple(ingest.spec.consumer_spec() for ingest in ingests),
             kv_buckets=tuple(buckets.values()),
+            object_buckets=objects,
         )
 
     def build_defs(self, context: ComponentLoadContext) -> Definitions:
@@ -190,7 +221,7 @@ class JetStreamStream(Component, Model, Resolvable):
         contract = self.read_contract(context.path)  # a broken one fails, with its place
         try:
             stream = self.stream.spec()
-            ingests = [ingest.ingest(stream.name) for ingest in self.ingests]
+            ingests = [ingest.ingest(stream) for ingest in self.ingests]
             stream_defs = build_stream_defs(stream, ingests)
             silver = [] if contract is None else [self.silver_asset(contract, ingests)]
             gold = self.aggregate_assets(contract)
@@ -217,6 +248,7 @@ class JetStreamStream(Component, Model, Resolvable):
         if contract is None:
             raise ValueError("aggregates read silver tables: declare the stream's contract")
         used = {i.table for i in self.ingests} | {e.table for e in contract.event_types}
+        used.add(self.quarantine_table or quarantine_table(self.stream.name))
         assets = []
         for declared in self.aggregates:
             aggregate = declared.aggregate()
@@ -245,18 +277,29 @@ class JetStreamStream(Component, Model, Resolvable):
         """The contract's silver multi-asset over the `silver_from` ingest's bronze table.
 
         Raises:
-            ValueError: `silver_from` names no declared ingest.
+            ValueError: `silver_from` names no declared ingest, or the quarantine's table is
+                another table of the stream.
         """
         by_name = {ingest.spec.name: ingest for ingest in ingests}
         name = self.silver_from or ingests[0].spec.name
         if name not in by_name:
             raise ValueError(f"silver_from {name!r} names no ingest; declared: {sorted(by_name)!r}")
         source = by_name[name]
+        quarantine = self.quarantine_table or quarantine_table(self.stream.name)
+        taken = {i.table: f"ingest {i.name!r}" for i in self.ingests}
+        taken.update({e.table: f"event type {e.name!r}" for e in contract.event_types})
+        if quarantine in taken:
+            raise ValueError(
+                f"quarantine_table {quarantine!r} is the table of {taken[quarantine]}; give "
+                "the quarantine a table of its own"
+            )
         return build_contract_silver_asset(
             contract,
             source.spec,
             bronze_key=bronze_asset_key(source.spec, source.key_prefix),
+            quarantine=quarantine,
             mostly=self.check_mostly,
+            artifacts_bucket=self.artifacts_bucket,
         )
 
 

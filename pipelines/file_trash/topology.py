@@ -1,7 +1,10 @@
-"""The file trash pipeline's JetStream topology and ingests, declared once.
+"""The file trash pipeline's JetStream topology and ingests.
 
-The demo, `make dev` and the tests provision the server from `FILE_TRASH_TOPOLOGY` with
-`resources.jetstream.reconcile`; the assets are built from the ingest specs.
+The stream and its three ingests are declared in `pipelines/defs/file_events/defs.yaml` (a
+`JetStreamStream` component, which builds their assets); this module reads the same specs
+from it (`pipelines.declaration`) and adds the buckets the domain needs. The demo,
+`make dev` and the tests provision the server from `FILE_TRASH_TOPOLOGY` with
+`resources.jetstream.reconcile`.
 
 Replicas of the stream, the consumers and the buckets come from `JSL_NATS_REPLICAS` (see
 `pipelines.settings`), read when this module is imported: unset, they are undeclared (the
@@ -13,53 +16,18 @@ topology for another number.
 from __future__ import annotations
 
 from dataclasses import replace
+from pathlib import Path
 
-from pipelines.ingest.spec import IngestSpec
+from pipelines.declaration import read_declaration
 from pipelines.settings import Settings
-from resources.jetstream import KeyValueSpec, ObjectStoreSpec, StreamSpec, Topology
+from resources.jetstream import KeyValueSpec, ObjectStoreSpec, Topology
 
-DAY = 86_400  # seconds
+DEFS_YAML = Path(__file__).resolve().parents[1] / "defs" / "file_events" / "defs.yaml"
 REPLICAS = Settings.from_env().nats_replicas  # None: undeclared
 
-FILE_EVENTS = StreamSpec(
-    name="FILE_EVENTS",
-    subjects=("files.>",),
-    description="File trash service events: FileDeletedEvent, FilePlacedInTrashEvent.",
-    max_age=7 * DAY,
-    max_bytes=1 << 30,
-    duplicate_window=120,
-    replicas=REPLICAS,
-)
-
-BRONZE_FILE_EVENTS = IngestSpec(
-    name="file_events",
-    stream=FILE_EVENTS.name,
-    durable="lakehouse-bronze",
-    filter_subjects=("files.>",),
-    table="bronze/file_events",
-    checkpoint_replicas=REPLICAS,
-)
-
-# Fan-out: a second durable consumer on the same subjects, at its own position. Its falling
-# behind never affects the bronze ingest (seeds: the audit-logger service).
-AUDIT_LOG = IngestSpec(
-    name="audit_log",
-    stream=FILE_EVENTS.name,
-    durable="audit-logger",
-    filter_subjects=("files.>",),
-    table="audit/audit_log",
-    checkpoint_replicas=REPLICAS,
-)
-
-# Message filter: a consumer that only ever sees `files.trashed` (the notification service).
-TRASH_NOTIFICATIONS = IngestSpec(
-    name="trash_notifications",
-    stream=FILE_EVENTS.name,
-    durable="notification-service",
-    filter_subjects=("files.trashed",),
-    table="bronze/trash_notifications",
-    checkpoint_replicas=REPLICAS,
-)
+# The stream and its ingests are declared in the defs folder, as any stream is; the specs
+# are read from there.
+FILE_EVENTS, (BRONZE_FILE_EVENTS, AUDIT_LOG, TRASH_NOTIFICATIONS) = read_declaration(DEFS_YAML)
 
 INGESTS = (BRONZE_FILE_EVENTS, AUDIT_LOG, TRASH_NOTIFICATIONS)
 

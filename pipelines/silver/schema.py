@@ -10,6 +10,8 @@ which Delta writes as the column's comment) and descriptions in Dagster's
 
 from __future__ import annotations
 
+import dataclasses
+
 from pyspark.sql import SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql.types import (
@@ -163,3 +165,20 @@ def table_schema(schema: StructType):
             for f in schema.fields
         ]
     )
+
+
+def declared_schema(event: EventType):
+    """The table's `dagster.TableSchema` without a Spark session: a derived column declared
+    without a type shows as `derived` (materialisations report the resolved type)."""
+    from dagster import TableColumn, TableSchema
+
+    if all(d.type is not None for d in event.derived):
+        return table_schema(silver_schema(event))
+    typed = table_schema(silver_schema(dataclasses.replace(event, derived=())))
+    columns = list(typed.columns)
+    at = len(columns) - len(SOURCE_FIELDS) - len(RUN_FIELDS)  # before stream, seq, ..., run
+    derived = [
+        TableColumn(d.name, d.type.spark_sql if d.type else "derived", description=d.description)
+        for d in event.derived
+    ]
+    return TableSchema(columns=[*columns[:at], *derived, *columns[at:]])

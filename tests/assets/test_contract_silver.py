@@ -15,6 +15,7 @@ import pytest
 import yaml
 from dagster import AssetKey, ComponentTree, asset, materialize
 
+from pipelines.artifacts import ArtifactStore
 from pipelines.components.models import IngestModel, StreamModel
 from pipelines.components.stream import ComponentDeclarationError, JetStreamStream
 from pipelines.settings import PROJECT_DIR
@@ -180,6 +181,23 @@ def test_declared_orders_land_in_silver_and_quarantine_exactly_once_with_a_check
         for m in first.asset_materializations_for_node("silver_orders")
     }
     assert written == {PLACED_KEY: 100, SHIPPED_KEY: 82, QUARANTINE_KEY: 18}
+    # The batch's GX results, reports and manifest are in the Object Store, named in metadata.
+    with resources["jetstream"].client() as client:
+        manifest = ArtifactStore(client).get_manifest(first.run_id, "silver/orders")
+    assert manifest.ranges == {"bronze/orders": (1, COUNT)}
+    assert manifest.checks == {
+        f"{key.to_user_string()}:{name}": failing == 0 for (key, name), failing in FAILING.items()
+    }
+    assert {(t.table, t.rows_written) for t in manifest.tables} == {
+        ("silver/orders_placed", 100), ("silver/orders_shipped", 82), ("quarantine/orders", 18)
+    }  # fmt: skip
+    assert {a.name.rsplit("/", 1)[1] for a in manifest.artifacts} == {
+        "validation-OrderPlaced.json", "report-OrderPlaced.html",
+        "validation-OrderShipped.json", "report-OrderShipped.html",
+    }  # fmt: skip
+    for materialization in first.asset_materializations_for_node("silver_orders"):
+        fetch = materialization.metadata["artifacts_fetch"].value
+        assert f"runs/{first.run_id}/silver/orders/manifest.json" in fetch
 
     before = {name: sorted(map(tuple, table(spark, resources, name).collect())) for name in (
         "silver/orders_placed", "silver/orders_shipped", "quarantine/orders")}  # fmt: skip
@@ -226,6 +244,21 @@ def test_silver_reads_the_ingest_silver_from_names_and_refuses_an_unknown_one():
     wrong = declared.model_copy(update={"silver_from": "orders_evnts"})
     with pytest.raises(ComponentDeclarationError, match="silver_from 'orders_evnts' names no"):
         wrong.build_defs(ComponentTree.for_test().load_context)
+
+
+def test_the_quarantine_table_can_be_named_but_not_after_another_table_of_the_stream():
+    named = component(contract_file=str(CONTRACT_FILE), quarantine_table="silver/rejected")
+
+    defs = named.build_defs(ComponentTree.for_test().load_context)
+
+    silver = next(a for a in defs.assets if getattr(a, "node_def", None) and PLACED_KEY in a.keys)
+    assert AssetKey(["silver", "rejected"]) in silver.keys
+    assert QUARANTINE_KEY not in silver.keys
+    clash = component(contract_file=str(CONTRACT_FILE), quarantine_table="silver/orders_placed")
+    with pytest.raises(ComponentDeclarationError, match=(
+        "quarantine_table 'silver/orders_placed' is the table of event type 'OrderPlaced'"
+    )):  # fmt: skip
+        clash.build_defs(ComponentTree.for_test().load_context)
 
 
 def test_a_quarantine_and_block_rule_quarantines_its_rows_and_stops_what_follows(

@@ -301,6 +301,7 @@ def test_both_streams_consumers_and_buckets_are_provisioned(
     assert {"stream 'ORDERS'", "stream 'ORDERS_TWIN'"} <= created
     assert {f"consumer '{s.name}/{s.durable}'" for s in STREAMS} <= created
     assert any("'lakehouse-checkpoints'" in line for line in created)
+    assert any("'lakehouse-artifacts'" in line for line in created)  # silver's reports
     assert not any("FILE_EVENTS" in line for line in provisioned)  # only this project's
     with jetstream.client() as js:
         assert {c.action for c in plan(js, project_topology(project))} == {Action.UNCHANGED}
