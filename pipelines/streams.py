@@ -47,6 +47,7 @@ from sensors.observe import build_stream_observation_sensor
 from sensors.stream import INGEST_TAG
 
 DEFAULT_REPLAY_BUCKET = "lakehouse-replays"
+DEFAULT_SENSOR_INTERVAL = 30  # seconds between a stream sensor's ticks (Dagster's default)
 
 
 @dataclass(frozen=True)
@@ -60,6 +61,8 @@ class BronzeIngest:
         upstream: assets that publish what this ingest reads, besides the stream (lineage,
             and so that materialising everything runs them first).
         replay: build the replay job and the replay-request sensor for this ingest.
+        sensor_interval: seconds between the stream sensor's ticks (docs/automation.md,
+            "Freshness and load").
     """
 
     spec: IngestSpec
@@ -67,6 +70,7 @@ class BronzeIngest:
     group_name: str | None = None
     upstream: tuple[AssetKey, ...] = ()
     replay: bool = False
+    sensor_interval: int = DEFAULT_SENSOR_INTERVAL
 
 
 @dataclass(frozen=True)
@@ -123,7 +127,10 @@ def build_stream(
     }
     sensors = [
         build_stream_sensor(
-            spec=ingest.spec, job=jobs[ingest.spec.name], key_prefix=ingest.key_prefix
+            spec=ingest.spec,
+            job=jobs[ingest.spec.name],
+            key_prefix=ingest.key_prefix,
+            minimum_interval_seconds=ingest.sensor_interval,
         )
         for ingest in ingests
     ]

@@ -8,7 +8,7 @@ from pydantic import Field
 
 from pipelines.aggregates import Aggregate, parse_measure
 from pipelines.declaration import ingest_spec, stream_spec
-from pipelines.streams import BronzeIngest
+from pipelines.streams import DEFAULT_SENSOR_INTERVAL, BronzeIngest
 from resources.jetstream import StreamSpec
 
 
@@ -51,6 +51,12 @@ class IngestModel(Model):
         default_factory=list,
         description="Asset keys (a/b) that publish what this ingest reads, for lineage.",
     )
+    sensor_interval_seconds: int = Field(
+        default=DEFAULT_SENSOR_INTERVAL,
+        ge=1,
+        description="Seconds between the stream sensor's ticks: lower is fresher, and costs "
+        "a few JetStream requests per tick (docs/automation.md).",
+    )
     max_messages: int | None = Field(default=None, description="Most messages per run.")
     readers: int | None = Field(default=None, description="Parallel Spark reader tasks.")
     max_lag_messages: int | None = Field(
@@ -67,6 +73,7 @@ class IngestModel(Model):
             key_prefix=self.key_prefix,
             upstream=tuple(AssetKey.from_user_string(key) for key in self.upstream),
             replay=self.replay,
+            sensor_interval=self.sensor_interval_seconds,
         )
 
 

@@ -87,3 +87,18 @@ def test_a_second_stream_merges_beside_the_first_and_loads() -> None:
 def test_a_stream_declared_wrong_is_refused_naming_what(ingests, message) -> None:
     with pytest.raises(ValueError, match=message):
         build_stream_defs(FILE_EVENTS, ingests)
+
+
+def test_the_sensor_interval_is_declared_per_ingest_and_defaults_to_dagster_s() -> None:
+    from pipelines.components.models import IngestModel
+
+    built = build_stream(ORDERS, [BronzeIngest(ORDER_EVENTS, sensor_interval=5)])
+    declared = IngestModel(name="o", durable="o", table="bronze/o", sensor_interval_seconds=7)
+    default = IngestModel(name="o", durable="o", table="bronze/o")
+
+    intervals = {s.name: s.minimum_interval_seconds for s in built.defs.sensors}
+    assert intervals["order_events_stream_sensor"] == 5
+    assert intervals["observe_ORDERS"] == 30
+    assert (declared.ingest(ORDERS).sensor_interval, default.ingest(ORDERS).sensor_interval) == (
+        7, 30
+    )  # fmt: skip
