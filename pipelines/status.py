@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import dataclasses
 import datetime as dt
-import json
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
@@ -41,6 +40,7 @@ from resources.jetstream.stream_source import parse_timestamp
 from resources.jetstream.stream_spec import StreamState
 from resources.lakehouse import LakehouseResource
 from sensors.replays import DONE as FINISHED_REPLAY
+from sensors.replays import decode_record
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
@@ -292,11 +292,8 @@ def _open_replays(bucket: KeyValueBucket) -> tuple[ReplayStatus, ...]:
         entry = bucket.try_get(key)
         if entry is None:
             continue
-        try:
-            doc = json.loads(entry.value)
-        except ValueError:
-            doc = None
-        if not isinstance(doc, dict):
+        doc = decode_record(entry.value)
+        if doc is None:
             found.append(ReplayStatus(key, "requested", "not a JSON object (will be rejected)", ()))
             continue
         status = doc.get("status") or "requested"

@@ -67,6 +67,16 @@ class Piece:
         return {"start_seq": self.start, "end_seq": self.end, "run_key": self.run_key}
 
 
+def decode_record(value: bytes) -> dict[str, Any] | None:
+    """A replay-request key's value as a JSON object, or None when it is not one (the sensor
+    rejects such a request; `jsl status` lists it as such)."""
+    try:
+        doc = json.loads(value)
+    except ValueError:
+        return None
+    return doc if isinstance(doc, dict) else None
+
+
 def replay_run_config(spec: IngestSpec, start: int, end: int) -> dict:
     """Run config of `build_replay_job(spec)` replaying sequences [start, end]."""
     return {"ops": {f"replay_{spec.name}_range": {"config": {"start_seq": start, "end_seq": end}}}}
@@ -210,11 +220,8 @@ def build_replay_request_sensor(
     ) -> tuple[list[RunRequest], str]:
         """The runs to request for one key, and what was done (for the tick's summary)."""
         now = clock().astimezone(dt.UTC)
-        try:
-            doc = json.loads(entry.value)
-        except ValueError:
-            doc = None
-        status = doc.get("status") if isinstance(doc, dict) else None
+        doc = decode_record(entry.value)
+        status = doc.get("status") if doc is not None else None
         if status in DONE:
             return [], "done"
         if status == LAUNCHED:
@@ -227,7 +234,7 @@ def build_replay_request_sensor(
                 write(context, kv, entry, update)
             action = update["status"] if update and update["status"] in DONE else "running"
             return [run_request(spec, entry.key, revision, piece) for piece in missing], action
-        if not isinstance(doc, dict):
+        if doc is None:
             doc = {"request": entry.value.decode(errors="replace")}
             return reject(context, kv, entry, doc, "the value is not a JSON object")
         if status not in (None, "requested"):
