@@ -29,7 +29,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from pipelines.contract import EventType, NotInFuture, read_contract, snake_case
+from pipelines.contract import EventType, NotInFuture, Severity, read_contract, snake_case
 from pipelines.contract.constraints import format_duration
 from pipelines.file_trash.events import (
     EVENT_TYPES,
@@ -159,7 +159,8 @@ def _message(event_type: str) -> dict[str, Any]:
 
 
 def _with_contract(schema: dict[str, Any], event: EventType) -> dict[str, Any]:
-    """`schema` with the contract's column names, rule names and not-in-future skews."""
+    """`schema` with the contract's column names, rule names, severities other than
+    quarantine and not-in-future skews."""
     schema = copy.deepcopy(schema)
     for field in event.fields:
         node = schema
@@ -170,6 +171,13 @@ def _with_contract(schema: dict[str, Any], event: EventType) -> dict[str, Any]:
         named = {c.kind: c.rule for c in field.constraints if c.rule}
         if named:
             node["x-jsl-rule"] = named
+        severities = {
+            c.kind: c.severity.value
+            for c in field.constraints
+            if c.severity is not Severity.QUARANTINE
+        }
+        if severities:
+            node["x-jsl-severity"] = severities
         for constraint in field.constraints:
             if isinstance(constraint, NotInFuture):
                 node["x-jsl-not-in-future"] = format_duration(constraint.skew)

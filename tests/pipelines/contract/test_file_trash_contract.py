@@ -8,10 +8,11 @@ from pyspark.sql.types import StructType
 
 from pipelines.asyncapi import DOCUMENT
 from pipelines.contract import RESERVED_COLUMNS, Envelope, NotInFuture, read_asyncapi, read_contract
-from pipelines.file_trash import rules, silver
+from pipelines.file_trash import expectations, rules, silver
 from pipelines.settings import PROJECT_DIR
 
 CONTRACT = PROJECT_DIR / "pipelines" / "file_trash" / "contract.yaml"
+NOW = dt.datetime(2026, 11, 24, tzinfo=dt.UTC)  # the suites' check names do not depend on it
 SILVER = {
     "FileDeletedEvent": ("silver/file_deleted", silver.SILVER_FILE_DELETED_SCHEMA),
     "FilePlacedInTrashEvent": ("silver/file_trashed", silver.SILVER_FILE_TRASHED_SCHEMA),
@@ -60,7 +61,16 @@ def test_the_rules_are_rules_py_rules_with_the_same_event_types(contract):
     assert {r.name: set(r.applies_to) for r in contract.rules} == {
         r.name: set(r.applies_to) for r in rules.RULES
     }
-    assert {r.severity for r in contract.rules} == {"quarantine"}
+    assert {r.severity for r in contract.rules} <= {"quarantine", "quarantine+block"}
+
+
+def test_the_blocking_rules_are_the_critical_checks_of_expectations_py(contract):
+    suites = (expectations.file_deleted_suite(now=NOW), expectations.file_trashed_suite())
+    critical = {check.rule for suite in suites for check in suite.checks if check.critical}
+    checked = {check.rule for suite in suites for check in suite.checks}
+
+    blocking = {r.name for r in contract.rules if r.severity.blocks}
+    assert blocking & checked == critical
 
 
 def test_the_constraints_carry_rules_py_bounds_patterns_skew_and_retention(contract):
