@@ -25,6 +25,7 @@ from pipelines.default_resources import default_resources
 from pipelines.file_trash.topology import (
     AUDIT_LOG,
     BRONZE_FILE_EVENTS,
+    DEFS_YAML,
     FILE_EVENTS,
     TRASH_NOTIFICATIONS,
 )
@@ -45,16 +46,30 @@ def declared_streams() -> Definitions:
     return load_from_defs_folder(path_within_project=Path(__file__).parent)
 
 
+def _declared(what: str, found: object) -> object:
+    """`found`, or an error naming the file to fix when the declaration lacks it."""
+    if found is None:
+        raise ValueError(
+            f"{DEFS_YAML}: the file trash pipeline needs {what}, which the declaration no "
+            "longer builds; restore that stream or ingest"
+        )
+    return found
+
+
 def _declared_asset(key: AssetKey) -> AssetsDefinition:
-    return next(a for a in declared_streams().assets or () if key in getattr(a, "keys", ()))
+    assets = declared_streams().assets or ()
+    found = next((a for a in assets if key in getattr(a, "keys", ())), None)
+    return _declared(f"the asset {key.to_user_string()}", found)
 
 
 # FILE_EVENTS' declared parts the domain and the tests refer to.
 bronze_file_events = _declared_asset(bronze_asset_key(BRONZE_FILE_EVENTS))
 audit_log = _declared_asset(bronze_asset_key(AUDIT_LOG, "audit"))
 trash_notifications = _declared_asset(bronze_asset_key(TRASH_NOTIFICATIONS))
-observation_sensor = next(
-    s for s in declared_streams().sensors or () if s.name == f"observe_{FILE_EVENTS.name}"
+OBSERVATION_SENSOR = f"observe_{FILE_EVENTS.name}"
+observation_sensor = _declared(
+    f"the sensor {OBSERVATION_SENSOR}",
+    next((s for s in declared_streams().sensors or () if s.name == OBSERVATION_SENSOR), None),
 )
 
 # The domain: silver with its checks, gold, and the FilePlacedInTrashEvents gold publishes.

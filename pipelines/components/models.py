@@ -53,7 +53,6 @@ class IngestModel(Model):
     )
     sensor_interval_seconds: int = Field(
         default=DEFAULT_SENSOR_INTERVAL,
-        ge=1,
         description="Seconds between the stream sensor's ticks: lower is fresher, and costs "
         "a few JetStream requests per tick (docs/automation.md).",
     )
@@ -68,6 +67,11 @@ class IngestModel(Model):
 
     def ingest(self, stream: StreamSpec) -> BronzeIngest:
         """The ingest of `stream`, with its Dagster parts (key prefix, lineage, replays)."""
+        if self.sensor_interval_seconds < 1:
+            raise ValueError(
+                f"ingest {self.name!r}: sensor_interval_seconds must be at least 1, got "
+                f"{self.sensor_interval_seconds!r}"
+            )
         return BronzeIngest(
             ingest_spec(stream, self.model_dump()),
             key_prefix=self.key_prefix,

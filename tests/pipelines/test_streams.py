@@ -102,3 +102,6 @@ def test_the_sensor_interval_is_declared_per_ingest_and_defaults_to_dagster_s() 
     assert (declared.ingest(ORDERS).sensor_interval, default.ingest(ORDERS).sensor_interval) == (
         7, 30
     )  # fmt: skip
+    too_often = IngestModel(name="o", durable="o", table="bronze/o", sensor_interval_seconds=0)
+    with pytest.raises(ValueError, match="ingest 'o': sensor_interval_seconds must be at least 1"):
+        too_often.ingest(ORDERS)
