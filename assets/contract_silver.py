@@ -190,8 +190,7 @@ def build_contract_silver_asset(
             mostly=mostly,
         )
         context.log.info(_summary(ingest.table, result))
-        every_check = {AssetCheckKey(keys[c.target], c.rule.name) for c in checks}
-        verdicts = list(_check_results(checks, keys, result, mostly, every_check))
+        verdicts = list(_check_results(checks, keys, result, mostly))
         stored = ()
         if result.processed and artifacts_bucket is not None:
             try:
@@ -222,8 +221,8 @@ def build_contract_silver_asset(
     return contract_silver
 
 
-def _check_results(checks, keys, result: ContractSilverResult, mostly: float, wanted):
-    """One `AssetCheckResult` per wanted check with a verdict: from the batch's GX outcomes
+def _check_results(checks, keys, result: ContractSilverResult, mostly: float):
+    """One `AssetCheckResult` per check with a verdict: from the batch's GX outcomes
     for the rules GX checks, else from the stage's failing rows; as recorded with the
     watermark when nothing was new."""
     if result.processed:
@@ -232,9 +231,8 @@ def _check_results(checks, keys, result: ContractSilverResult, mostly: float, wa
         failures = recorded_failures(result.watermark) or {}
         expectations = recorded_outcomes(result.watermark.details if result.watermark else {})
     for check in checks:
-        key = AssetCheckKey(keys[check.target], check.rule.name)
         failing = failures.get(check.target, {}).get(check.rule.name)
-        if key not in wanted or failing is None:
+        if failing is None:
             continue  # never processed a batch, or a rule added since: no verdict
         metadata = {
             "failing_rows": MetadataValue.int(failing),

@@ -35,6 +35,7 @@ if TYPE_CHECKING:
     from resources.jetstream import JetStreamClient, ObjectInfo, ObjectStoreBucket
 
 ARTIFACTS_BUCKET = "lakehouse-artifacts"
+ARTIFACTS_DESCRIPTION = "Validation reports and run manifests."
 MANIFEST_FILE = "manifest.json"
 MANIFEST_FORMAT = 1  # the "format" field of manifest.json
 JSON_TYPE = "application/json"

@@ -46,7 +46,7 @@ from pydantic import Field
 from assets.aggregates import build_aggregate_asset
 from assets.bronze import bronze_asset_key
 from assets.contract_silver import build_contract_silver_asset, quarantine_table
-from pipelines.artifacts import ARTIFACTS_BUCKET
+from pipelines.artifacts import ARTIFACTS_BUCKET, ARTIFACTS_DESCRIPTION
 from pipelines.components.models import AggregateModel, EnvelopeModel, IngestModel, StreamModel
 from pipelines.components.scaffold import JetStreamStreamScaffolder
 from pipelines.contract import (
@@ -62,8 +62,6 @@ from pipelines.default_resources import default_resources
 from pipelines.silver.schema import RUN_FIELDS, SOURCE_FIELDS
 from pipelines.streams import DEFAULT_REPLAY_BUCKET, BronzeIngest, build_stream_defs
 from resources.jetstream import KeyValueSpec, ObjectStoreSpec, Topology
-
-ARTIFACTS_DESCRIPTION = "Validation reports and run manifests."
 
 
 @scaffold_with(JetStreamStreamScaffolder)
@@ -176,6 +174,10 @@ class JetStreamStream(Component, Model, Resolvable):
             return read_derived(defs_yaml, at=("attributes", "derived"))
         return derived_from_dict(self.derived, source=f"stream {self.stream.name} derived")
 
+    def quarantine(self) -> str:
+        """The quarantine's table: `quarantine_table`, else `quarantine/<stream lower>`."""
+        return self.quarantine_table or quarantine_table(self.stream.name)
+
     def topology(self) -> Topology:
         """What the stream needs on the server, for `jsl provision`: the stream, each ingest's
         durable consumer and checkpoint bucket, the replay-request bucket if an ingest
@@ -248,7 +250,7 @@ class JetStreamStream(Component, Model, Resolvable):
         if contract is None:
             raise ValueError("aggregates read silver tables: declare the stream's contract")
         used = {i.table for i in self.ingests} | {e.table for e in contract.event_types}
-        used.add(self.quarantine_table or quarantine_table(self.stream.name))
+        used.add(self.quarantine())
         assets = []
         for declared in self.aggregates:
             aggregate = declared.aggregate()
@@ -285,7 +287,7 @@ class JetStreamStream(Component, Model, Resolvable):
         if name not in by_name:
             raise ValueError(f"silver_from {name!r} names no ingest; declared: {sorted(by_name)!r}")
         source = by_name[name]
-        quarantine = self.quarantine_table or quarantine_table(self.stream.name)
+        quarantine = self.quarantine()
         taken = {i.table: f"ingest {i.name!r}" for i in self.ingests}
         taken.update({e.table: f"event type {e.name!r}" for e in contract.event_types})
         if quarantine in taken:

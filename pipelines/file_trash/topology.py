@@ -18,6 +18,7 @@ from __future__ import annotations
 from dataclasses import replace
 from pathlib import Path
 
+from pipelines.artifacts import ARTIFACTS_BUCKET, ARTIFACTS_DESCRIPTION
 from pipelines.declaration import read_declaration
 from pipelines.settings import Settings
 from resources.jetstream import KeyValueSpec, ObjectStoreSpec, Topology
@@ -40,9 +41,7 @@ REPLAY_REQUESTS = KeyValueSpec(
     replicas=REPLICAS,
 )
 
-ARTIFACTS = ObjectStoreSpec(
-    "lakehouse-artifacts", description="Validation reports and run manifests.", replicas=REPLICAS
-)
+ARTIFACTS = ObjectStoreSpec(ARTIFACTS_BUCKET, description=ARTIFACTS_DESCRIPTION, replicas=REPLICAS)
 
 
 def file_trash_topology(replicas: int | None) -> Topology:

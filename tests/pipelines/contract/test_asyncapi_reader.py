@@ -119,20 +119,22 @@ def test_a_bad_document_fails_with_the_json_pointer(document, change, where, mes
     assert message in str(raised.value)
 
 
-def test_errors_from_a_file_name_its_line(tmp_path, document):
-    document["components"]["schemas"]["OrderId"]["patternProperties"] = {}
+def read_file_error(tmp_path: Path, document: dict, marker: str) -> tuple[str, str]:
+    """Reads `document` from a file; returns the error and `<file>:<line>` of `marker`."""
     path = tmp_path / "orders.asyncapi.yaml"
     path.write_text(yaml.safe_dump(document, sort_keys=False))
-    line = next(
-        n for n, text in enumerate(path.read_text().splitlines(), 1) if "patternProperties" in text
-    )
-
+    line = next(n for n, text in enumerate(path.read_text().splitlines(), 1) if marker in text)
     with pytest.raises(ContractError) as raised:
         read_asyncapi(path, stream="ORDERS", envelope=ENVELOPE)
+    return str(raised.value), f"{path}:{line}"
 
-    assert str(raised.value).startswith(
-        f"{path}:{line}: #/components/schemas/OrderId/patternProperties: unsupported"
-    )
+
+def test_errors_from_a_file_name_its_line(tmp_path, document):
+    document["components"]["schemas"]["OrderId"]["patternProperties"] = {}
+
+    error, where = read_file_error(tmp_path, document, "patternProperties")
+
+    assert error.startswith(f"{where}: #/components/schemas/OrderId/patternProperties: unsupported")
 
 
 def test_x_jsl_severities_at_the_document_root_set_the_built_in_rules_severities(document):
@@ -147,15 +149,9 @@ def test_x_jsl_severities_at_the_document_root_set_the_built_in_rules_severities
 
 def test_x_jsl_severities_elsewhere_or_wrong_fail_with_the_json_pointer(tmp_path, document):
     document["x-jsl-severities"] = {"event_id_unique": "block"}
-    path = tmp_path / "orders.asyncapi.yaml"
-    path.write_text(yaml.safe_dump(document, sort_keys=False))
-    line = next(
-        n for n, text in enumerate(path.read_text().splitlines(), 1) if "event_id_unique" in text
-    )
-    with pytest.raises(ContractError) as raised:
-        read_asyncapi(path, stream="ORDERS", envelope=ENVELOPE)
-    assert str(raised.value).startswith(
-        f"{path}:{line}: #/x-jsl-severities/event_id_unique: a built-in rule's row cannot stay"
+    error, where = read_file_error(tmp_path, document, "event_id_unique")
+    assert error.startswith(
+        f"{where}: #/x-jsl-severities/event_id_unique: a built-in rule's row cannot stay"
     )
 
     del document["x-jsl-severities"]
