@@ -4,6 +4,7 @@ from dagster import (
     AssetExecutionContext,
     AssetKey,
     AssetsDefinition,
+    AutomationCondition,
     MaterializeResult,
     MetadataValue,
     asset,
@@ -15,7 +16,12 @@ from resources.spark import SparkResource
 
 
 def build_aggregate_asset(
-    aggregate: Aggregate, *, source_key: AssetKey, source_table: str, group_name: str = "gold"
+    aggregate: Aggregate,
+    *,
+    source_key: AssetKey,
+    source_table: str,
+    group_name: str = "gold",
+    automation_condition: AutomationCondition | None = None,
 ) -> AssetsDefinition:
     """The asset of a declared aggregate (key = its table, e.g. `gold/daily_orders`).
 
@@ -25,6 +31,8 @@ def build_aggregate_asset(
             stops it).
         source_table: the silver table, relative to the lakehouse root.
         group_name: the asset's group.
+        automation_condition: its condition (e.g. `EAGER_AFTER_CHECKS`); None: only runs
+            someone launches.
 
     Returns:
         The asset (resources spark and lakehouse).
@@ -37,6 +45,7 @@ def build_aggregate_asset(
         deps=[source_key],
         group_name=group_name,
         kinds={"spark", "delta"},
+        automation_condition=automation_condition,
         description=aggregate.description
         or f"{measures} of {source_table}, by {by} (a declared aggregate).",
         metadata={TABLE_METADATA_KEY: aggregate.table, "group_by": by, "measures": measures},

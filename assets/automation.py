@@ -2,7 +2,7 @@
 
 Bronze is driven by the stream sensors (`sensors/stream.py`); everything after it follows
 on its own: an asset runs when an upstream asset was updated, but never over a failed
-blocking (critical) quality check upstream.
+blocking quality check upstream.
 """
 
 from dagster import AutomationCondition

@@ -10,10 +10,12 @@ A rule Great Expectations can check (required fields, a unique event id, every c
 gets its verdict from the event type's generated suite (`pipelines.silver.expectations`): it
 passes when every expectation tagged with the rule holds on at least `mostly` of the batch's
 rows. The others (`parseable_json`, `known_event_type`, `field_types_valid`,
-`no_unknown_fields`) pass when no row of the batch breaks them. `quarantine` and `warn`
-rules warn, `block` rules are blocking errors (the assets after that table do not run). Every
-check's metadata has the rows the stage flagged (`failing_rows`) and, for GX, the
-expectations and their unexpected rows. Each batch's validation results, HTML reports and run
+`no_unknown_fields`) are about the message, not a column: they pass when at least `mostly` of
+the rows they judged (the event type's, or the whole batch's on the quarantine) do not break
+them. `quarantine` and `warn` rules warn, `block` rules are blocking errors (the assets after
+that table do not run). Every check's metadata has the rows the stage flagged
+(`failing_rows`), the rows judged (`rows_checked`), `mostly` and, for GX, the expectations
+and their unexpected rows. Each batch's validation results, HTML reports and run
 manifest go to the artifacts Object Store (`pipelines.silver.artifacts`); the tables'
 metadata names them and the command to fetch each.
 
@@ -32,6 +34,7 @@ from dagster import (
     AssetKey,
     AssetsDefinition,
     AssetSpec,
+    AutomationCondition,
     MaterializeResult,
     MetadataValue,
     multi_asset,
@@ -52,9 +55,13 @@ from pipelines.silver.schema import (
 from pipelines.silver.stage import (
     QUARANTINE,
     ContractSilverResult,
+    quarantine_table,
+    recorded_checked,
     recorded_failures,
     rule_checks,
     run_contract_silver,
+    stage_name,
+    within_mostly,
 )
 from pipelines.watermarks import WatermarkStore
 from resources.jetstream import JetStreamResource
@@ -62,16 +69,6 @@ from resources.jetstream.errors import JetStreamError
 from resources.lakehouse import TABLE_METADATA_KEY, LakehouseResource
 from resources.quality import DataQualityResource
 from resources.spark import SparkResource
-
-
-def quarantine_table(stream: str) -> str:
-    """The quarantine table of a stream's contract silver: `quarantine/<stream lower>`."""
-    return f"quarantine/{stream.lower()}"
-
-
-def stage_name(stream: str) -> str:
-    """The watermark stage of a stream's contract silver (KV key `stage.silver.<lower>`)."""
-    return f"silver.{stream.lower()}"
 
 
 def build_contract_silver_asset(
@@ -83,6 +80,7 @@ def build_contract_silver_asset(
     group_name: str = "silver",
     mostly: float = 1.0,
     artifacts_bucket: str | None = ARTIFACTS_BUCKET,
+    automation_condition: AutomationCondition | None = None,
 ) -> AssetsDefinition:
     """The contract's silver multi-asset, reading `ingest`'s bronze table.
 
@@ -98,6 +96,8 @@ def build_contract_silver_asset(
         artifacts_bucket: the Object Store bucket for each batch's validation results,
             reports and run manifest; None stores none. A missing bucket is logged as a
             warning (the batch is in its tables by then), not an error.
+        automation_condition: every silver table's condition (e.g. eager, to follow each
+            bronze materialisation); None: only runs someone launches.
 
     Returns:
         The multi-asset `silver_<stream lower>` (resources jetstream, spark, lakehouse,
@@ -121,6 +121,7 @@ def build_contract_silver_asset(
             description=e.description or f"Valid {e.name} events of {stream}, typed.",
             group_name=group_name,
             kinds={"spark", "delta"},
+            automation_condition=automation_condition,
             metadata={
                 "dagster/column_schema": declared_schema(e),
                 "event_type": e.name,
@@ -136,6 +137,7 @@ def build_contract_silver_asset(
             description=f"{stream}'s bronze rows that break a quarantine rule, with the rules.",
             group_name=group_name,
             kinds={"spark", "delta"},
+            automation_condition=automation_condition,
             metadata={
                 "dagster/column_schema": table_schema(QUARANTINE_SCHEMA),
                 TABLE_METADATA_KEY: quarantine,
@@ -223,19 +225,24 @@ def build_contract_silver_asset(
 
 def _check_results(checks, keys, result: ContractSilverResult, mostly: float):
     """One `AssetCheckResult` per check with a verdict: from the batch's GX outcomes
-    for the rules GX checks, else from the stage's failing rows; as recorded with the
+    for the rules GX checks, else from the stage's failing rows (the check holds when at
+    least `mostly` of the rows it judged do not break its rule); as recorded with the
     watermark when nothing was new."""
     if result.processed:
         failures, expectations = result.failures, result.expectations
+        checked = result.checked
     else:
         failures = recorded_failures(result.watermark) or {}
         expectations = recorded_outcomes(result.watermark.details if result.watermark else {})
+        checked = recorded_checked(result.watermark)
     for check in checks:
         failing = failures.get(check.target, {}).get(check.rule.name)
         if failing is None:
             continue  # never processed a batch, or a rule added since: no verdict
+        rows = checked.get(check.target)
         metadata = {
             "failing_rows": MetadataValue.int(failing),
+            "mostly": MetadataValue.float(mostly),
             "severity": MetadataValue.text(check.rule.severity.value),
             "batch": MetadataValue.text(_batch(result)),
             "verdict_from": MetadataValue.text("failing_rows"),
@@ -245,11 +252,17 @@ def _check_results(checks, keys, result: ContractSilverResult, mostly: float):
             metadata["verdict_from"] = MetadataValue.text("great_expectations")
             metadata["expectations"] = MetadataValue.text(", ".join(gx["expectations"]))
             metadata["unexpected_rows"] = MetadataValue.int(int(gx["unexpected"]))
-            metadata["mostly"] = MetadataValue.float(mostly)
+            passed = bool(gx["passed"])
+        elif rows is None:  # recorded before the rows checked were: any failing row fails
+            passed = failing == 0
+        else:
+            passed = within_mostly(failing, rows, mostly)
+        if rows is not None:
+            metadata["rows_checked"] = MetadataValue.int(rows)
         yield AssetCheckResult(
             asset_key=keys[check.target],
             check_name=check.rule.name,
-            passed=bool(gx["passed"]) if gx is not None else failing == 0,
+            passed=passed,
             severity=AssetCheckSeverity.ERROR if check.blocking else AssetCheckSeverity.WARN,
             description=check.rule.description,
             metadata=metadata,

@@ -19,7 +19,9 @@ job, sensor and lag check per ingest, the observation sensor, replays) and, from
 the silver multi-asset over the first ingest's bronze table (or `silver_from`'s): a table per
 event type, the quarantine, a check per rule with the Great Expectations suite generated from
 the contract (`assets.contract_silver`), and one gold asset per declared aggregate
-(`aggregates:`, `pipelines.aggregates`). Its tables carry `lakehouse/table` metadata, so Delta
+(`aggregates:`, `pipelines.aggregates`). Silver follows its bronze table and the aggregates
+follow silver (once its blocking checks passed) by declarative automation, unless
+`automate: false`. Its tables carry `lakehouse/table` metadata, so Delta
 maintenance takes them. Runs use the in-process executor (one Spark JVM per run) unless
 `in_process: false`. Secrets do not belong here: the connection comes from the environment
 (`NATS_URL`, `NATS_CREDS`, ...).
@@ -33,6 +35,7 @@ from typing import Any
 from dagster import (
     AssetKey,
     AssetsDefinition,
+    AutomationCondition,
     ComponentLoadContext,
     Definitions,
     Model,
@@ -44,8 +47,9 @@ from dagster.components.scaffold.scaffold import scaffold_with
 from pydantic import Field
 
 from assets.aggregates import build_aggregate_asset
+from assets.automation import EAGER_AFTER_CHECKS
 from assets.bronze import bronze_asset_key
-from assets.contract_silver import build_contract_silver_asset, quarantine_table
+from assets.contract_silver import build_contract_silver_asset
 from pipelines.artifacts import ARTIFACTS_BUCKET, ARTIFACTS_DESCRIPTION
 from pipelines.components.models import AggregateModel, EnvelopeModel, IngestModel, StreamModel
 from pipelines.components.scaffold import JetStreamStreamScaffolder
@@ -60,6 +64,7 @@ from pipelines.contract import (
 )
 from pipelines.default_resources import default_resources
 from pipelines.silver.schema import RUN_FIELDS, SOURCE_FIELDS
+from pipelines.silver.stage import quarantine_table
 from pipelines.streams import DEFAULT_REPLAY_BUCKET, BronzeIngest, build_stream_defs
 from resources.jetstream import KeyValueSpec, ObjectStoreSpec, Topology
 
@@ -120,12 +125,18 @@ class JetStreamStream(Component, Model, Resolvable):
         description="The Object Store bucket for each silver batch's Great Expectations "
         "results, HTML reports and run manifest (`jsl provision` creates it); null stores none.",
     )
+    automate: bool = Field(
+        default=True,
+        description="Declarative automation: silver follows each materialisation of its bronze "
+        "table (eager) and the aggregates follow silver once its blocking checks passed; false: "
+        "they run only when launched (a job, a schedule, `dg launch`).",
+    )
     check_mostly: float = Field(
         default=1.0,
         gt=0,
         le=1,
-        description="The share of a batch's rows each Great Expectations check needs (1.0: "
-        "a check fails on any row that breaks its rule).",
+        description="The share of a batch's rows every check needs: each Great Expectations "
+        "expectation, and the rows a message-level rule judged (1.0: any breaking row fails).",
     )
 
     def read_contract(self, directory: Path) -> Contract | None:
@@ -271,6 +282,7 @@ class JetStreamStream(Component, Model, Resolvable):
                     aggregate,
                     source_key=AssetKey(event.table.split("/")),
                     source_table=event.table,
+                    automation_condition=EAGER_AFTER_CHECKS if self.automate else None,
                 )
             )
         return assets
@@ -302,6 +314,7 @@ class JetStreamStream(Component, Model, Resolvable):
             quarantine=quarantine,
             mostly=self.check_mostly,
             artifacts_bucket=self.artifacts_bucket,
+            automation_condition=AutomationCondition.eager() if self.automate else None,
         )
 
 

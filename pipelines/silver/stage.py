@@ -1,7 +1,7 @@
 """The contract-driven silver stage: new bronze rows -> silver tables and quarantine, once.
 
-One run, usable without Dagster (`assets/contract_silver.py` is a thin wrapper), the same
-mechanics as the file-trash stage (`pipelines/file_trash/silver_stage.py`):
+One run, usable without Dagster (`assets/contract_silver.py` is a thin wrapper), for any
+stream with a contract (the file trash's FILE_EVENTS among them):
 
 1. load the stage's watermark (the highest bronze sequence processed) from a KV bucket;
 2. take the stream's bronze rows after it, from one pinned version of the bronze table;
@@ -55,6 +55,17 @@ QUARANTINE = ""
 _UNTYPED_RULES = (PARSEABLE_JSON, KNOWN_EVENT_TYPE)
 
 
+def quarantine_table(stream: str) -> str:
+    """A stream's default quarantine table: `quarantine/<stream lower>`."""
+    return f"quarantine/{stream.lower()}"
+
+
+def stage_name(stream: str) -> str:
+    """The watermark stage of a stream's silver (KV key `stage.silver.<stream lower>` in its
+    bronze ingest's checkpoint bucket)."""
+    return f"silver.{stream.lower()}"
+
+
 @dataclass(frozen=True)
 class RuleCheck:
     """One asset check: a rule on an event type's table (or on quarantine: `QUARANTINE`)."""
@@ -88,6 +99,8 @@ class ContractSilverResult:
         quarantined_by_rule: rule -> rows of this batch quarantined having broken it.
         failures: check target (event type, or QUARANTINE) -> rule -> failing rows of this
             batch (every check of `rule_checks`); as recorded when nothing was new.
+        checked: check target -> the batch's rows its checks judged (an event type's rows,
+            or every row for QUARANTINE's); as recorded when nothing was new.
         reports: event type -> its Great Expectations report (validated batches only).
         expectations: event type -> rule -> its expectations' outcome (`rule_outcomes`);
             as recorded when nothing was new.
@@ -104,6 +117,7 @@ class ContractSilverResult:
     watermark: Watermark | None = None
     reports: dict[str, ValidationReport] = field(default_factory=dict)
     expectations: dict[str, dict[str, dict]] = field(default_factory=dict)
+    checked: dict[str, int] = field(default_factory=dict)
 
     @property
     def processed(self) -> bool:
@@ -120,6 +134,21 @@ def recorded_failures(watermark: Watermark | None) -> dict[str, dict[str, int]] 
         for target, counts in recorded.items()
         if isinstance(counts, dict)
     }
+
+
+def recorded_checked(watermark: Watermark | None) -> dict[str, int]:
+    """The rows each check target judged in the batch that last moved `watermark` (empty:
+    none recorded, as by a batch before this was recorded)."""
+    recorded = None if watermark is None else watermark.details.get("checked")
+    if not isinstance(recorded, dict):
+        return {}
+    return {str(target): int(rows) for target, rows in recorded.items()}
+
+
+def within_mostly(failing: int, checked: int, mostly: float) -> bool:
+    """Whether a check holds on at least `mostly` of the `checked` rows when `failing` of
+    them break it (as Great Expectations' `mostly`: no rows checked passes)."""
+    return checked == 0 or (checked - failing) >= mostly * checked
 
 
 def _check_paths(contract: Contract, table_paths: Mapping[str, str]) -> None:
@@ -212,6 +241,8 @@ def run_contract_silver(
         candidates = {name: cache(frame) for name, frame in batch.candidates.items()}
         quarantine = cache(batch.quarantine)
         failures = _failures(contract, candidates, quarantine)
+        checked = {name: frame.count() for name, frame in candidates.items()}
+        checked[QUARANTINE] = count
         reports = {} if validate is None else _validate(contract, candidates, validate, mostly)
         expectations = {name: rule_outcomes(report) for name, report in reports.items()}
         by_rule = {
@@ -243,6 +274,7 @@ def run_contract_silver(
                 bronze_version=version,
                 bronze_start=first,
                 failures=failures,
+                checked=checked,
                 expectations=expectations,
             )
         )
@@ -258,6 +290,7 @@ def run_contract_silver(
             saved,
             reports,
             expectations,
+            checked,
         )
     finally:
         for frame in cached:

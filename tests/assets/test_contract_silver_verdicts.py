@@ -1,0 +1,117 @@
+"""How the contract silver's checks reach their verdicts, and what the component automates
+(no Spark: the verdicts are formed from a stage result, the automation from the definitions).
+
+`check_mostly` holds for every check: a message-level rule (`parseable_json`,
+`field_types_valid`, ...) passes when at least `mostly` of the rows it judged do not break it,
+as a Great Expectations check does with its expectations' `mostly`.
+"""
+
+from __future__ import annotations
+
+from dagster import AssetKey, AutomationCondition, ComponentTree
+
+from assets.automation import EAGER_AFTER_CHECKS
+from assets.contract_silver import _check_results
+from pipelines.components.stream import JetStreamStream
+from pipelines.contract import read_contract
+from pipelines.delta_tables import MergeOutcome
+from pipelines.silver.stage import QUARANTINE, ContractSilverResult, rule_checks, within_mostly
+from pipelines.watermarks import Watermark
+from tests.assets.test_contract_silver import CONTRACT_FILE, PLACED_KEY, QUARANTINE_KEY
+
+CONTRACT = read_contract(CONTRACT_FILE)
+DECLARED = {
+    "stream": {"name": "ORDERS", "subjects": ["orders.>"]},
+    "ingests": [{"name": "orders_events", "durable": "orders-bronze", "table": "bronze/orders"}],
+    "contract_file": str(CONTRACT_FILE),
+}
+CHECKS = rule_checks(CONTRACT)
+KEYS = {
+    "OrderPlaced": PLACED_KEY,
+    "OrderShipped": AssetKey(["silver", "orders_shipped"]),
+    QUARANTINE: QUARANTINE_KEY,
+}
+NOTHING = MergeOutcome(0, None)
+# A batch of 100 rows, 60 OrderPlaced: 3 malformed payloads, 2 mistyped OrderPlaced rows.
+FAILURES = {
+    "OrderPlaced": {check.rule.name: 0 for check in CHECKS if check.target == "OrderPlaced"}
+    | {"field_types_valid": 2},
+    "OrderShipped": {check.rule.name: 0 for check in CHECKS if check.target == "OrderShipped"},
+    QUARANTINE: {"parseable_json": 3, "known_event_type": 0},
+}
+CHECKED = {"OrderPlaced": 60, "OrderShipped": 37, QUARANTINE: 100}
+
+
+def processed(**extra) -> ContractSilverResult:
+    return ContractSilverResult(1, 100, 3, 100, {}, NOTHING, failures=FAILURES, **extra)
+
+
+def verdicts(result: ContractSilverResult, mostly: float) -> dict[tuple[str, str], tuple]:
+    return {
+        (r.asset_key.path[-1], r.check_name): (
+            r.passed,
+            r.metadata["failing_rows"].value,
+            r.metadata.get("rows_checked") and r.metadata["rows_checked"].value,
+        )
+        for r in _check_results(CHECKS, KEYS, result, mostly)
+    }
+
+
+def test_within_mostly_is_great_expectations_mostly():
+    assert within_mostly(0, 0, 1.0)  # nothing judged passes
+    assert within_mostly(5, 100, 0.95) and not within_mostly(6, 100, 0.95)
+    assert within_mostly(0, 10, 1.0) and not within_mostly(1, 10, 1.0)
+
+
+def test_message_level_rules_pass_below_mostly_and_fail_above_it():
+    loose = verdicts(processed(checked=CHECKED), mostly=0.95)
+    assert loose[("orders", "parseable_json")] == (True, 3, 100)  # 3% of the batch
+    assert loose[("orders_placed", "field_types_valid")] == (True, 2, 60)
+
+    strict = verdicts(processed(checked=CHECKED), mostly=1.0)
+    assert strict[("orders", "parseable_json")] == (False, 3, 100)
+    assert strict[("orders_placed", "field_types_valid")] == (False, 2, 60)
+    assert strict[("orders", "known_event_type")] == (True, 0, 100)
+
+    tight = verdicts(processed(checked={**CHECKED, "OrderPlaced": 20}), mostly=0.95)
+    assert tight[("orders_placed", "field_types_valid")] == (False, 2, 20)  # 10% of its rows
+
+
+def test_a_run_with_nothing_new_judges_by_what_the_watermark_recorded():
+    recorded = Watermark(
+        "silver.orders", 100, "run-1", None, {"failures": FAILURES, "checked": CHECKED}
+    )
+    idle = ContractSilverResult(None, None, 3, 0, {}, NOTHING, watermark=recorded)
+    assert verdicts(idle, mostly=0.95) == verdicts(processed(checked=CHECKED), mostly=0.95)
+
+    # Recorded before the rows checked were: any failing row fails, as it did then.
+    older = Watermark("silver.orders", 100, "run-1", None, {"failures": FAILURES})
+    idle = ContractSilverResult(None, None, 3, 0, {}, NOTHING, watermark=older)
+    assert verdicts(idle, mostly=0.95)[("orders", "parseable_json")] == (False, 3, None)
+
+
+def test_silver_follows_bronze_and_aggregates_follow_silver_unless_automate_is_false():
+    aggregate = {
+        "table": "gold/daily_orders",
+        "event_type": "OrderPlaced",
+        "group_by": ["currency"],
+        "time": {"column": "occurred_at", "grain": "day"},
+        "measures": {"orders": "count"},
+    }
+    context = ComponentTree.for_test().load_context
+
+    def conditions(**fields) -> dict[str, AutomationCondition | None]:
+        declared = JetStreamStream.model_validate({**DECLARED, "aggregates": [aggregate], **fields})
+        graph = declared.build_defs(context).resolve_asset_graph()
+        return {
+            key.to_user_string(): graph.get(key).automation_condition
+            for key in graph.get_all_asset_keys()
+            if key.path[0] in ("silver", "quarantine", "gold")
+        }
+
+    automated = conditions()
+    assert automated.pop("gold/daily_orders") == EAGER_AFTER_CHECKS
+    assert set(automated) == {"silver/orders_placed", "silver/orders_shipped", "quarantine/orders"}
+    assert all(c == AutomationCondition.eager() for c in automated.values())
+
+    assert set(conditions(automate=False).values()) == {None}
