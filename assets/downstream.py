@@ -10,7 +10,7 @@ from dagster import (
 )
 
 from assets.automation import EAGER_AFTER_CHECKS
-from assets.silver import FILE_DELETED_KEY
+from assets.gold import SILVER_FILE_DELETED_KEY
 from pipelines.file_trash import tables
 from pipelines.file_trash.downstream import publish_trashed
 from pipelines.file_trash.events import FILE_TRASHED_SUBJECT
@@ -23,7 +23,7 @@ from resources.spark import SparkResource
 
 @asset(
     key=["events", "file_trashed"],
-    deps=[FILE_DELETED_KEY],
+    deps=[SILVER_FILE_DELETED_KEY],
     group_name="events",
     kinds={"nats"},
     description=f"FilePlacedInTrashEvents on {FILE_TRASHED_SUBJECT!r} (stream "

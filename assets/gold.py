@@ -14,12 +14,13 @@ from dagster import (
 from pydantic import Field
 
 from assets.automation import EAGER_AFTER_CHECKS
-from assets.silver import FILE_DELETED_KEY
 from pipelines.file_trash import tables
 from pipelines.file_trash.gold_stage import GoldPaths, run_gold
 from resources.lakehouse import TABLE_METADATA_KEY, LakehouseResource
 from resources.spark import SparkResource
 
+# What gold reads: the contract's silver table of FileDeletedEvents (pipelines/defs/file_events).
+SILVER_FILE_DELETED_KEY = AssetKey(tables.SILVER_FILE_DELETED.split("/"))
 GOLD_KEYS = {
     "daily_by_user": AssetKey(tables.GOLD_DAILY_BY_USER.split("/")),
     "daily_by_mime_type": AssetKey(tables.GOLD_DAILY_BY_MIME_TYPE.split("/")),
@@ -45,7 +46,7 @@ class GoldConfig(Config):
     specs=[
         AssetSpec(
             key,
-            deps=[FILE_DELETED_KEY],
+            deps=[SILVER_FILE_DELETED_KEY],
             description=DESCRIPTIONS[name],
             group_name="gold",
             kinds={"spark", "delta"},

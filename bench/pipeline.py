@@ -12,8 +12,9 @@ For each history size H (`--history 0,1000000,10000000`), in a fresh table root:
    FileDeletedEvents, `--bad-share` of them bad (malformed, missing field, wrong type,
    negative size, unknown type, future deletedAt, duplicates), half of the duplicates
    being byte copies of history events of both types (when H > 0);
-3. the silver stage runs as the silver asset runs it (`silver_stage.run_silver` with the
-   Great Expectations suites of `DataQualityResource`), then gold (`gold_stage.run_gold`).
+3. the silver stage runs as the silver asset runs it (`run_contract_silver` with the file
+   trash contract, `check_mostly` 0.95 and the Great Expectations suites of
+   `DataQualityResource`), then gold (`gold_stage.run_gold`).
 
 Each stage is timed with `PhaseMonitor` (wall time, CPU seconds of the driver, the JVM and
 its Python workers) and Spark's SQL metrics (files and bytes its scans read, Delta log reads
@@ -42,11 +43,14 @@ from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
 from sampling import PhaseMonitor, python_speed_ms
 
-from pipelines.file_trash import gold_stage, silver, silver_stage
+from pipelines.file_trash import gold_stage
+from pipelines.file_trash.events import FILE_DELETED_EVENT, FILE_TRASHED_EVENT
 from pipelines.file_trash.generator import generate_event_mix
 from pipelines.file_trash.gold_stage import GoldPaths
-from pipelines.file_trash.silver_stage import SilverPaths
+from pipelines.file_trash.topology import file_trash_contract
 from pipelines.ingest.bronze import BRONZE_ARROW_SCHEMA, BRONZE_SCHEMA, PARTITION_COLUMNS
+from pipelines.silver.schema import QUARANTINE_SCHEMA, silver_schema
+from pipelines.silver.stage import run_contract_silver, stage_name
 from pipelines.watermarks import Watermark, WatermarkStore
 from resources.jetstream import EmbeddedNatsServer, JetStreamResource, KeyValueSpec
 from resources.quality import DataQualityResource
@@ -57,6 +61,9 @@ STREAM = "FILE_EVENTS"
 HISTORY_SPAN = dt.timedelta(days=100)  # history is published over the 100 days before NOW
 ROWS_PER_FILE = 250_000  # history files (a compacted table; small runs leave smaller files)
 STAGES = ("bronze_append", "silver", "gold")
+CONTRACT = file_trash_contract()
+SILVER_STAGE = stage_name(STREAM)
+CONTRACT_TYPES = (FILE_DELETED_EVENT, FILE_TRASHED_EVENT)
 REPO = Path(__file__).resolve().parent.parent
 FILES = [  # name, mime type, folder (as the generator's)
     ("report.pdf", "application/pdf", "documents"),
@@ -221,9 +228,9 @@ def build_history(spark: SparkSession, root: Path, count: int) -> None:
         F.col("published").alias("quarantined_at"),
     )
     for frame, name, schema in (
-        (deleted, "file_deleted", silver.SILVER_FILE_DELETED_SCHEMA),
-        (trashed, "file_trashed", silver.SILVER_FILE_TRASHED_SCHEMA),
-        (bad, "quarantine", silver.QUARANTINE_SCHEMA),
+        (deleted, "file_deleted", silver_schema(CONTRACT.event_type(FILE_DELETED_EVENT))),
+        (trashed, "file_trashed", silver_schema(CONTRACT.event_type(FILE_TRASHED_EVENT))),
+        (bad, "quarantine", QUARANTINE_SCHEMA),
     ):
         rows = frame.select(*schema.fieldNames()).to(schema)
         rows.write.format("delta").save(str(root / "silver" / name))
@@ -343,15 +350,15 @@ def _metric_total(text: str) -> int:
 # -- one history size ----------------------------------------------------------------------
 
 
-def paths(root: Path) -> tuple[SilverPaths, GoldPaths]:
-    silver_paths = SilverPaths(
-        bronze=str(root / "bronze"),
-        file_deleted=str(root / "silver" / "file_deleted"),
-        file_trashed=str(root / "silver" / "file_trashed"),
-        quarantine=str(root / "silver" / "quarantine"),
-    )
+def paths(root: Path) -> tuple[dict[str, str], GoldPaths]:
+    """Silver's tables (event type, or "quarantine", -> path) and gold's."""
+    silver_paths = {
+        FILE_DELETED_EVENT: str(root / "silver" / "file_deleted"),
+        FILE_TRASHED_EVENT: str(root / "silver" / "file_trashed"),
+        "quarantine": str(root / "silver" / "quarantine"),
+    }
     gold_paths = GoldPaths(
-        file_deleted=silver_paths.file_deleted,
+        file_deleted=silver_paths[FILE_DELETED_EVENT],
         daily_by_user=str(root / "gold" / "daily_by_user"),
         daily_by_mime_type=str(root / "gold" / "daily_by_mime_type"),
         expiring_files=str(root / "gold" / "expiring_files"),
@@ -367,7 +374,7 @@ def one_history(spark, js, root: Path, history: int, args, batch: int) -> dict[s
     built = round(time.monotonic() - started, 1)
     watermarks = WatermarkStore(js.create_key_value(KeyValueSpec(f"bench_{root.name}")))
     if history:
-        mark = watermarks.load(silver_stage.STAGE)
+        mark = watermarks.load(SILVER_STAGE)
         watermarks.save(
             Watermark(mark.stage, history, "history", NOW.isoformat(), {}, mark.revision)
         )
@@ -381,24 +388,30 @@ def one_history(spark, js, root: Path, history: int, args, batch: int) -> dict[s
         kinds = append_batch(spark, root, history, batch, args.bad_share)
     stages["bronze_append"] = {**phase.report.to_dict(), **metrics.take(), "kinds": kinds}
     with PhaseMonitor("silver") as phase:
-        result = silver_stage.run_silver(
+        result = run_contract_silver(
             spark,
-            silver_paths,
-            watermarks=watermarks,
+            watermarks,
+            CONTRACT,
+            stream=STREAM,
+            bronze_path=str(root / "bronze"),
+            table_paths={name: silver_paths[name] for name in CONTRACT_TYPES},
+            quarantine_path=silver_paths["quarantine"],
+            stage=SILVER_STAGE,
+            run_id="bench",
+            now=now,
+            source_table="bronze/file_events",
             validate=lambda frame, suite: quality.validate_dataframe(
                 frame, suite, evaluated_at=now, meta={"run_id": "bench"}
             ),
-            stream=STREAM,
-            now=now,
-            run_id="bench",
+            mostly=0.95,  # the file trash declaration's check_mostly
         )
     stages["silver"] = {
         **phase.report.to_dict(),
         **metrics.take(),
         "rows_in": result.rows_in,
         "inserted": {
-            "file_deleted": result.file_deleted.inserted,
-            "file_trashed": result.file_trashed.inserted,
+            "file_deleted": result.tables[FILE_DELETED_EVENT].inserted,
+            "file_trashed": result.tables[FILE_TRASHED_EVENT].inserted,
             "quarantine": result.quarantine.inserted,
         },
         "quarantined_by_rule": result.quarantined_by_rule,
@@ -414,12 +427,9 @@ def one_history(spark, js, root: Path, history: int, args, batch: int) -> dict[s
     return {"history": history, "build_s": built, "stages": stages}
 
 
-def verify(spark, silver_paths: SilverPaths, history: int, batch: int, figures) -> None:
+def verify(spark, silver_paths: dict[str, str], history: int, batch: int, figures) -> None:
     """Every bronze row is in exactly one silver table, and the batch's duplicates are caught."""
-    total = sum(
-        spark.read.format("delta").load(p).count()
-        for p in (silver_paths.file_deleted, silver_paths.file_trashed, silver_paths.quarantine)
-    )
+    total = sum(spark.read.format("delta").load(p).count() for p in silver_paths.values())
     if figures["rows_in"] != batch or total != history + batch:
         raise BenchError(f"silver holds {total} rows for {history} + {batch} bronze rows")
     kinds = figures.get("kinds", {})

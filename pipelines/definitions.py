@@ -19,8 +19,7 @@ from dagster import (
 
 from assets.bronze import bronze_asset_key
 from assets.downstream import file_trashed_events
-from assets.gold import gold_file_trash
-from assets.silver import silver_file_events
+from assets.gold import SILVER_FILE_DELETED_KEY, gold_file_trash
 from pipelines.default_resources import default_resources
 from pipelines.file_trash.topology import (
     AUDIT_LOG,
@@ -42,7 +41,8 @@ settings = Settings.from_env()
 def declared_streams() -> Definitions:
     """Every stream declared as a component in `pipelines/defs/*/defs.yaml`, the file trash's
     FILE_EVENTS among them (its stream asset, three ingests with their bronze assets, jobs,
-    sensors and lag checks, the observation sensor, replays)."""
+    sensors and lag checks, the observation sensor, replays, and its contract's silver with
+    a check per rule)."""
     return load_from_defs_folder(path_within_project=Path(__file__).parent)
 
 
@@ -66,14 +66,15 @@ def _declared_asset(key: AssetKey) -> AssetsDefinition:
 bronze_file_events = _declared_asset(bronze_asset_key(BRONZE_FILE_EVENTS))
 audit_log = _declared_asset(bronze_asset_key(AUDIT_LOG, "audit"))
 trash_notifications = _declared_asset(bronze_asset_key(TRASH_NOTIFICATIONS))
+silver_file_events = _declared_asset(SILVER_FILE_DELETED_KEY)
 OBSERVATION_SENSOR = f"observe_{FILE_EVENTS.name}"
 observation_sensor = _declared(
     f"the sensor {OBSERVATION_SENSOR}",
     next((s for s in declared_streams().sensors or () if s.name == OBSERVATION_SENSOR), None),
 )
 
-# The domain: silver with its checks, gold, and the FilePlacedInTrashEvents gold publishes.
-FILE_TRASH_ASSETS = [silver_file_events, gold_file_trash, file_trashed_events]
+# The domain: gold, and the FilePlacedInTrashEvents gold publishes.
+FILE_TRASH_ASSETS = [gold_file_trash, file_trashed_events]
 ASSETS = [*(declared_streams().assets or ()), *FILE_TRASH_ASSETS]  # for in-process runs
 
 file_trash_pipeline_job = define_asset_job(

@@ -88,7 +88,7 @@ class RunReport:
         return list(self.metadata.items())
 
     def outcome(self) -> str:
-        """`10 assets, 24 checks (0 failed)`."""
+        """`10 assets, 15 checks (0 failed)`."""
         failed = sum(1 for passed in self.checks.values() if not passed)
         return f"{len(self.metadata)} assets, {len(self.checks)} checks ({failed} failed)"
 

@@ -22,13 +22,19 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from pipelines.file_trash import downstream, silver_stage
+from pipelines.file_trash import downstream
 from pipelines.file_trash.tables import GOLD_TABLES, SILVER_TABLES
-from pipelines.file_trash.topology import BRONZE_FILE_EVENTS, FILE_TRASH_TOPOLOGY, INGESTS
+from pipelines.file_trash.topology import (
+    BRONZE_FILE_EVENTS,
+    FILE_EVENTS,
+    FILE_TRASH_TOPOLOGY,
+    INGESTS,
+)
 from pipelines.file_trash.topology import REPLAY_REQUESTS as REPLAY_BUCKET
 from pipelines.ingest.checkpoint import Checkpoint, CheckpointStore, checkpoint_key
 from pipelines.ingest.lease import LeaseValue, lease_key
 from pipelines.ingest.spec import IngestSpec
+from pipelines.silver.stage import stage_name
 from pipelines.watermarks import WatermarkStore
 from resources.jetstream import JetStreamClient, KeyValueBucket, KvOperation
 from resources.jetstream.errors import (
@@ -45,7 +51,8 @@ from sensors.replays import decode_record
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
 
-STAGES = (silver_stage.STAGE, downstream.STAGE)  # both positions are bronze sequences
+# Silver's and the downstream publisher's positions, both bronze sequences.
+STAGES = (stage_name(FILE_EVENTS.name), downstream.STAGE)
 TABLES = tuple(ingest.table for ingest in INGESTS) + SILVER_TABLES + GOLD_TABLES
 PROVISION = (
     "provision the topology first: `make demo` or `jsl dev` do, or `jsl generate --provision` "

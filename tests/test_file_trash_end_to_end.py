@@ -18,7 +18,7 @@ from collections.abc import Iterator
 import pytest
 from dagster import AssetKey, DagsterInstance, materialize
 
-from assets.silver import FILE_DELETED_KEY
+from assets.gold import SILVER_FILE_DELETED_KEY
 from pipelines.artifacts import ArtifactStore
 from pipelines.definitions import (
     audit_log,
@@ -56,8 +56,9 @@ ALL_TABLES = (
     *tables.SILVER_TABLES,
     *tables.GOLD_TABLES,
 )
-# Silver keeps deleted files 3 days, so every file of the mix is in gold/expiring_files.
-RUN_CONFIG = {"ops": {"silver_file_events": {"config": {"trash_retention_days": 3}}}}
+# The contract keeps deleted files 30 days (expires_at): with a 31-day horizon, every file of
+# the mix is in gold/expiring_files.
+RUN_CONFIG = {"ops": {"gold_file_trash": {"config": {"expiring_within_days": 31}}}}
 
 
 @pytest.fixture
@@ -185,14 +186,16 @@ def test_a_known_mix_lands_with_exact_counts_checks_artifacts_and_no_change_on_r
     by_mime = spark.read.format("delta").load(pipeline.path(tables.GOLD_DAILY_BY_MIME_TYPE))
     assert by_mime.selectExpr("sum(files)").first()[0] == 180
 
-    # The asset checks: every expectation passed (the bad rows are a small share and were
-    # quarantined), with the unexpected counts of the mix.
+    # The asset checks, one per rule: every one passed (the bad rows are a small share, below
+    # the declaration's check_mostly, and were quarantined), with the counts of the mix.
     checks = check_evaluations(result)
     assert checks and all(e.passed for e in checks.values()), {
         name: e.passed for name, e in checks.items()
     }
-    assert checks["file_size_in_range"].metadata["unexpected_count"].value == 3
-    assert checks["deleted_at_not_in_future"].metadata["unexpected_count"].value == 2
+    assert checks["file_size_in_range"].metadata["unexpected_rows"].value == 3
+    assert checks["deleted_at_not_in_future"].metadata["unexpected_rows"].value == 2
+    assert checks["parseable_json"].metadata["failing_rows"].value == 3
+    assert checks["known_event_type"].metadata["failing_rows"].value == 3
 
     # The artifacts: validation results, reports and a manifest naming what was written.
     run_id = result.run_id
@@ -261,9 +264,9 @@ def test_a_failed_critical_check_keeps_gold_from_materialising(pipeline, spark):
     assert not result.success
     checks = check_evaluations(result)
     assert not checks["file_size_in_range"].passed
-    assert checks["file_size_in_range"].metadata["unexpected_count"].value == 20
+    assert checks["file_size_in_range"].metadata["unexpected_rows"].value == 20
     materialized = {e.asset_key for e in result.get_asset_materialization_events() if e.asset_key}
-    assert FILE_DELETED_KEY in materialized  # the valid half is in silver ...
+    assert SILVER_FILE_DELETED_KEY in materialized  # the valid half is in silver ...
     assert AssetKey(["gold", "daily_trash_by_user"]) not in materialized  # ... gold is not
     assert table_version(spark, pipeline.path(tables.GOLD_DAILY_BY_USER)) is None
     quarantine = spark.read.format("delta").load(pipeline.path(tables.SILVER_QUARANTINE))

@@ -1,6 +1,6 @@
 """The rules of a contract: the built-in structural ones, then one per field constraint.
 
-Built in, in this order (as in `pipelines/file_trash/rules.py`):
+Built in, in this order:
 
 - `parseable_json`: the payload is a JSON object.
 - `known_event_type`: the discriminator names a declared event type (only with

@@ -30,6 +30,8 @@ from collections.abc import Iterator
 from dataclasses import MISSING, asdict, dataclass, field, fields, is_dataclass
 from typing import Any
 
+FILE_DELETED_EVENT = "FileDeletedEvent"
+FILE_TRASHED_EVENT = "FilePlacedInTrashEvent"
 FILE_DELETED_SUBJECT = "files.deleted"
 FILE_TRASHED_SUBJECT = "files.trashed"
 

@@ -20,7 +20,10 @@ from dataclasses import dataclass
 from pyspark.sql import DataFrame, SparkSession
 
 from pipelines.delta_tables import last_commit_metadata, overwrite_tagged, table_version
-from pipelines.file_trash import gold, silver
+from pipelines.file_trash import gold
+from pipelines.file_trash.events import FILE_DELETED_EVENT
+from pipelines.file_trash.topology import file_trash_contract
+from pipelines.silver.schema import silver_schema
 
 DEFAULT_EXPIRING_WITHIN = dt.timedelta(days=7)
 
@@ -79,7 +82,8 @@ def run_gold(
     """
     silver_version = table_version(spark, paths.file_deleted)
     if silver_version is None:
-        source = spark.createDataFrame([], silver.SILVER_FILE_DELETED_SCHEMA)
+        event = file_trash_contract().event_type(FILE_DELETED_EVENT)
+        source = spark.createDataFrame([], silver_schema(event))
     else:
         source = (
             spark.read.format("delta")

@@ -2,7 +2,8 @@
 
 The stream and its three ingests are declared in `pipelines/defs/file_events/defs.yaml` (a
 `JetStreamStream` component, which builds their assets); this module reads the same specs
-from it (`pipelines.declaration`) and adds the buckets the domain needs. The demo,
+from it (`pipelines.declaration`) and adds the buckets the domain needs. Its event contract,
+which the declared silver is generated from, is `pipelines/file_trash/contract.yaml`. The demo,
 `make dev` and the tests provision the server from `FILE_TRASH_TOPOLOGY` with
 `resources.jetstream.reconcile`.
 
@@ -15,15 +16,18 @@ topology for another number.
 
 from __future__ import annotations
 
+import functools
 from dataclasses import replace
 from pathlib import Path
 
 from pipelines.artifacts import ARTIFACTS_BUCKET, ARTIFACTS_DESCRIPTION
+from pipelines.contract import Contract, read_contract
 from pipelines.declaration import read_declaration
 from pipelines.settings import Settings
 from resources.jetstream import KeyValueSpec, ObjectStoreSpec, Topology
 
 DEFS_YAML = Path(__file__).resolve().parents[1] / "defs" / "file_events" / "defs.yaml"
+CONTRACT_FILE = Path(__file__).resolve().with_name("contract.yaml")  # defs.yaml's contract_file
 REPLICAS = Settings.from_env().nats_replicas  # None: undeclared
 
 # The stream and its ingests are declared in the defs folder, as any stream is; the specs
@@ -42,6 +46,13 @@ REPLAY_REQUESTS = KeyValueSpec(
 )
 
 ARTIFACTS = ObjectStoreSpec(ARTIFACTS_BUCKET, description=ARTIFACTS_DESCRIPTION, replicas=REPLICAS)
+
+
+@functools.cache
+def file_trash_contract() -> Contract:
+    """FILE_EVENTS' event contract (`pipelines/file_trash/contract.yaml`), which its silver
+    is generated from."""
+    return read_contract(CONTRACT_FILE)
 
 
 def file_trash_topology(replicas: int | None) -> Topology:

@@ -17,11 +17,11 @@ from dagster import (
 
 from assets.downstream import file_trashed_events
 from assets.gold import GOLD_KEYS
-from assets.silver import FILE_DELETED_KEY, FILE_TRASHED_KEY, QUARANTINE_KEY
 from pipelines.definitions import defs
+from pipelines.file_trash import tables
 
 BRONZE = AssetKey(["bronze", "file_events"])
-SILVER = {FILE_DELETED_KEY, FILE_TRASHED_KEY, QUARANTINE_KEY}
+SILVER = {AssetKey(table.split("/")) for table in tables.SILVER_TABLES}
 GOLD = set(GOLD_KEYS.values())
 
 

@@ -21,7 +21,6 @@ import pytest
 from dagster import AssetKey, evaluate_automation_conditions, materialize
 
 from assets.gold import GOLD_KEYS
-from assets.silver import FILE_DELETED_KEY, FILE_TRASHED_KEY, QUARANTINE_KEY
 from pipelines.definitions import (
     ASSETS,
     bronze_file_events,
@@ -38,6 +37,9 @@ from resources.lakehouse import LakehouseResource
 from resources.quality import DataQualityResource
 from resources.spark import SparkResource
 
+FILE_DELETED_KEY = AssetKey(tables.SILVER_FILE_DELETED.split("/"))
+FILE_TRASHED_KEY = AssetKey(tables.SILVER_FILE_TRASHED.split("/"))
+QUARANTINE_KEY = AssetKey(tables.SILVER_QUARANTINE.split("/"))
 GOLD = set(GOLD_KEYS.values())
 EVENTS = file_trashed_events.key
 SILVER = {FILE_DELETED_KEY, FILE_TRASHED_KEY, QUARANTINE_KEY}
@@ -171,10 +173,10 @@ def test_a_silver_run_with_nothing_new_keeps_gold_held_after_a_failed_critical_c
     assert EVENTS not in materialized(everything)
     gold_path = resources["lakehouse"].table_path(tables.GOLD_DAILY_BY_USER)
     assert table_version(spark, gold_path) is None
-    # Silver says why: the batch it holds failed a critical check, and nothing came since.
+    # Silver says why: the batch it holds failed a blocking check, and nothing came since.
     verdict = check_evaluations(everything)[(FILE_DELETED_KEY, "file_size_in_range")]
     assert not verdict.passed
-    assert verdict.metadata["verdict_of"].value.startswith("bronze seq 1-40 ")
+    assert verdict.metadata["batch"].value.startswith("bronze seq 1-40 ")
     assert materialized(everything)[FILE_DELETED_KEY]["rows_written"] == 0
     assert not everything.success
 

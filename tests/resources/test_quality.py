@@ -254,8 +254,12 @@ def test_an_unknown_expectation_or_bad_arguments_name_the_check():
 
 def test_declaring_checks_does_not_import_great_expectations():
     code = (
-        "import sys; from pipelines.file_trash import expectations as e; import datetime as dt; "
-        "e.file_deleted_suite(now=dt.datetime.now(dt.UTC)); e.file_trashed_suite(); "
+        "import sys; from pipelines.contract import read_contract; "
+        "from pipelines.settings import PROJECT_DIR; "
+        "from pipelines.silver.expectations import contract_suite; "
+        "c = read_contract(PROJECT_DIR / 'pipelines/file_trash/contract.yaml'); "
+        "suites = [contract_suite(c, e) for e in c.event_types]; "
+        "assert all(s is not None and s.checks for s in suites); "
         "sys.exit('great_expectations' in sys.modules)"
     )
     assert subprocess.run([sys.executable, "-c", code], check=False).returncode == 0

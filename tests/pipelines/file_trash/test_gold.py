@@ -4,7 +4,9 @@ import datetime as dt
 
 import pytest
 from chispa import assert_df_equality
+from pyspark.sql.types import StructField, StructType
 
+from pipelines.contract import read_contract
 from pipelines.file_trash.gold import (
     DAILY_TRASH_BY_MIME_TYPE_SCHEMA,
     DAILY_TRASH_BY_USER_SCHEMA,
@@ -13,8 +15,18 @@ from pipelines.file_trash.gold import (
     daily_trash_by_user,
     expiring_files,
 )
-from pipelines.file_trash.silver import SILVER_FILE_DELETED_SCHEMA
+from pipelines.settings import PROJECT_DIR
+from pipelines.silver import silver_schema
 
+CONTRACT = read_contract(PROJECT_DIR / "pipelines" / "file_trash" / "contract.yaml")
+# silver/file_deleted's columns and types, without its column comments (which pass through
+# to the gold frames, whose expected frames here carry none).
+SILVER_FILE_DELETED_SCHEMA = StructType(
+    [
+        StructField(f.name, f.dataType)
+        for f in silver_schema(CONTRACT.event_type("FileDeletedEvent"))
+    ]
+)
 NOW = dt.datetime(2026, 11, 21, 12, 0, tzinfo=dt.UTC)
 DAY = dt.date(2026, 11, 21)
 

@@ -1,4 +1,10 @@
-"""Silver: bronze rows parsed, routed by eventType, de-duplicated and split, on a real Spark."""
+"""Silver of the file trash contract: bronze rows parsed, routed by eventType, de-duplicated
+and split, on a real Spark.
+
+The silver is the generic one (`pipelines.silver`) driven by `pipelines/file_trash/contract.yaml`;
+the helpers here (`deleted_event`, `trashed_event`, `changed`, `bronze`, `route`, ...) are
+shared by the other file trash silver tests.
+"""
 
 import copy
 import datetime as dt
@@ -8,13 +14,17 @@ import pytest
 from chispa import assert_df_equality
 from pyspark.sql import functions as F
 
-from pipelines.file_trash.silver import (
-    QUARANTINE_SCHEMA,
-    SILVER_FILE_DELETED_SCHEMA,
-    SILVER_FILE_TRASHED_SCHEMA,
-    route_bronze,
-)
+from pipelines.contract import read_contract
 from pipelines.ingest.bronze import BRONZE_SCHEMA
+from pipelines.settings import PROJECT_DIR
+from pipelines.silver import QUARANTINE_SCHEMA, QUARANTINED, parse_events, silver_schema
+from pipelines.silver import route as route_checked
+
+CONTRACT = read_contract(PROJECT_DIR / "pipelines" / "file_trash" / "contract.yaml")
+DELETED = "FileDeletedEvent"
+TRASHED = "FilePlacedInTrashEvent"
+SILVER_FILE_DELETED_SCHEMA = silver_schema(CONTRACT.event_type(DELETED))
+SILVER_FILE_TRASHED_SCHEMA = silver_schema(CONTRACT.event_type(TRASHED))
 
 NOW = dt.datetime(2026, 11, 21, 12, 0, tzinfo=dt.UTC)
 DELETED_AT = dt.datetime(2026, 11, 21, 10, 0, tzinfo=dt.UTC)
@@ -93,10 +103,10 @@ def bronze(spark, payloads, *, seqs=None, stream=STREAM, subject="files.deleted"
     return spark.createDataFrame(rows, BRONZE_SCHEMA)
 
 
-def route(frame, *, existing=None, now=NOW, **kwargs):
-    return route_bronze(
-        frame, existing=existing, now=now, run_id="run-1", source_table=SOURCE, **kwargs
-    )
+def route(frame, *, existing=None, now=NOW, run_id="run-1"):
+    """The generated silver of the file trash contract over bronze rows (a `SilverBatch`)."""
+    checked = parse_events(frame, CONTRACT)
+    return route_checked(checked, CONTRACT, existing, run_id=run_id, now=now, source_table=SOURCE)
 
 
 def shape(schema) -> list[tuple[str, str]]:
@@ -116,10 +126,20 @@ def existing_keys(batch):
     """(event_type, event_id, stream, seq) of a batch's outputs, as the lead reads them back."""
     columns = ("event_type", "event_id", "stream", "seq")
     return (
-        batch.file_deleted.select(*columns)
-        .unionByName(batch.file_trashed.select(*columns))
+        batch.tables[DELETED]
+        .select(*columns)
+        .unionByName(batch.tables[TRASHED].select(*columns))
         .unionByName(batch.quarantine.where(F.col("event_id").isNotNull()).select(*columns))
     )
+
+
+def outputs(batch) -> dict:
+    """The three outputs of a batch, by name."""
+    return {
+        DELETED: batch.tables[DELETED],
+        TRASHED: batch.tables[TRASHED],
+        "quarantine": batch.quarantine,
+    }
 
 
 def test_a_valid_file_deleted_event_becomes_one_typed_silver_row(spark):
@@ -136,8 +156,8 @@ def test_a_valid_file_deleted_event_becomes_one_typed_silver_row(spark):
         ],
         SILVER_FILE_DELETED_SCHEMA,
     )  # fmt: skip
-    assert_df_equality(batch.file_deleted, expected, ignore_nullable=True)
-    assert batch.file_trashed.count() == 0
+    assert_df_equality(batch.tables[DELETED], expected, ignore_nullable=True)
+    assert batch.tables[TRASHED].count() == 0
     assert batch.quarantine.count() == 0
 
 
@@ -155,17 +175,24 @@ def test_a_valid_trashed_event_keeps_its_own_expires_at(spark):
         ],
         SILVER_FILE_TRASHED_SCHEMA,
     )  # fmt: skip
-    assert_df_equality(batch.file_trashed, expected, ignore_nullable=True)
-    assert batch.file_deleted.count() == 0
+    assert_df_equality(batch.tables[TRASHED], expected, ignore_nullable=True)
+    assert batch.tables[DELETED].count() == 0
 
 
-def test_expires_at_is_deleted_at_plus_the_configured_retention(spark):
-    frame = bronze(spark, [deleted_event(deletedAt="2026-11-21T10:00:00.123456Z")])
+def test_expires_at_is_deleted_at_plus_30_days_to_the_microsecond(spark):
+    # 2026-10-25 is a daylight-saving change in Europe: 30 days are 720 hours all the same.
+    frame = bronze(
+        spark,
+        [
+            deleted_event("e-1", deletedAt="2026-11-21T10:00:00.123456Z"),
+            deleted_event("e-2", deletedAt="2026-10-10T23:30:00.000001+02:00"),
+        ],
+    )
 
-    row = route(frame, retention=dt.timedelta(days=7, hours=1)).file_deleted.first()
+    rows = route(frame).tables[DELETED].orderBy("seq").collect()
 
-    assert row.expires_at - row.deleted_at == dt.timedelta(days=7, hours=1)
-    assert row.deleted_at.microsecond == 123456
+    assert [r.expires_at - r.deleted_at for r in rows] == [dt.timedelta(days=30)] * 2
+    assert [r.deleted_at.microsecond for r in rows] == [123456, 1]
 
 
 def test_routing_follows_event_type_not_subject(spark):
@@ -173,8 +200,8 @@ def test_routing_follows_event_type_not_subject(spark):
 
     batch = route(frame)
 
-    assert keys(batch.file_deleted) == [1]
-    assert keys(batch.file_trashed) == [2]
+    assert keys(batch.tables[DELETED]) == [1]
+    assert keys(batch.tables[TRASHED]) == [2]
 
 
 # Valid rows of both types, a duplicate, broken rules and unparseable payloads, mixed.
@@ -195,7 +222,7 @@ MIXED_PAYLOADS = [
 def test_every_bronze_row_lands_in_exactly_one_output(spark):
     batch = route(bronze(spark, MIXED_PAYLOADS))
 
-    outputs = [keys(batch.file_deleted), keys(batch.file_trashed), keys(batch.quarantine)]
+    outputs = [keys(batch.tables[DELETED]), keys(batch.tables[TRASHED]), keys(batch.quarantine)]
     assert sorted(seq for seqs in outputs for seq in seqs) == list(range(1, 11))
     assert outputs == [[1, 10], [2], [3, 4, 5, 6, 7, 8, 9]]
 
@@ -231,7 +258,7 @@ def test_quarantine_rows_carry_the_source_row_run_and_time(spark):
             (
                 STREAM, 42, "files.deleted", PUBLISHED, encoded(event),
                 "e-9", "FileDeletedEvent", ["user_id_format"],
-                "user_id_format: userId 'bob' does not match ^user-[0-9]{3,}$",
+                "user_id_format: data.userId 'bob' does not match ^user-[0-9]{3,}$",
                 SOURCE, "run-1", NOW,
             )
         ],
@@ -245,7 +272,7 @@ def test_unicode_text_survives_parsing_unchanged(spark):
     escaped = json.dumps(deleted_event("e-2", fileName=name)).encode()  # \\uXXXX escapes
     frame = bronze(spark, [deleted_event("e-1", fileName=name), escaped])
 
-    names = [r.file_name for r in route(frame).file_deleted.orderBy("seq").collect()]
+    names = [r.file_name for r in route(frame).tables[DELETED].orderBy("seq").collect()]
 
     assert names == [name, name]
 
@@ -257,7 +284,7 @@ def test_a_duplicate_within_the_batch_is_quarantined_and_the_lowest_seq_kept(spa
 
     batch = route(frame)
 
-    assert keys(batch.file_deleted) == [3]
+    assert keys(batch.tables[DELETED]) == [3]
     assert quarantined(batch) == {5: ["event_id_unique"], 7: ["event_id_unique"]}
     errors = [r.error for r in batch.quarantine.orderBy("seq").collect()]
     assert errors[0] == (
@@ -275,7 +302,7 @@ def test_a_duplicate_of_a_row_already_in_silver_is_quarantined(spark):
 
     batch = route(frame, existing=existing)
 
-    assert keys(batch.file_deleted) == [11]
+    assert keys(batch.tables[DELETED]) == [11]
     assert quarantined(batch) == {10: ["event_id_unique"]}
 
 
@@ -285,10 +312,8 @@ def test_reprocessing_rows_already_in_existing_gives_the_same_rows(spark):
 
     again = route(frame, existing=existing_keys(first))
 
-    for name in ("file_deleted", "file_trashed", "quarantine"):
-        assert_df_equality(
-            getattr(again, name), getattr(first, name), ignore_row_order=True, ignore_nullable=True
-        )
+    for name, rows in outputs(again).items():
+        assert_df_equality(rows, outputs(first)[name], ignore_row_order=True, ignore_nullable=True)
 
 
 def test_an_invalid_first_occurrence_still_makes_later_copies_duplicates(spark):
@@ -296,7 +321,7 @@ def test_an_invalid_first_occurrence_still_makes_later_copies_duplicates(spark):
 
     batch = route(frame)
 
-    assert batch.file_deleted.count() == 0
+    assert batch.tables[DELETED].count() == 0
     assert quarantined(batch) == {1: ["user_id_format"], 2: ["event_id_unique"]}
 
 
@@ -308,9 +333,9 @@ def test_a_range_processed_in_two_batches_gives_the_same_rows_as_in_one(spark):
     first = route(bronze(spark, payloads[:3]))
     second = route(bronze(spark, payloads[3:], seqs=[4, 5, 6]), existing=existing_keys(first))
 
-    for name in ("file_deleted", "file_trashed", "quarantine"):
-        split = getattr(first, name).unionByName(getattr(second, name))
-        assert_df_equality(split, getattr(whole, name), ignore_row_order=True, ignore_nullable=True)
+    for name, rows in outputs(whole).items():
+        split = outputs(first)[name].unionByName(outputs(second)[name])
+        assert_df_equality(split, rows, ignore_row_order=True, ignore_nullable=True)
     assert quarantined(whole) == {
         1: ["file_size_in_range"],
         3: ["event_id_unique"],
@@ -324,7 +349,7 @@ def test_the_same_event_id_in_two_event_types_is_not_a_duplicate(spark):
 
     batch = route(frame)
 
-    assert (keys(batch.file_deleted), keys(batch.file_trashed)) == ([1], [2])
+    assert (keys(batch.tables[DELETED]), keys(batch.tables[TRASHED])) == ([1], [2])
 
 
 def test_duplicates_are_judged_by_seq_then_stream_across_streams(spark):
@@ -334,7 +359,7 @@ def test_duplicates_are_judged_by_seq_then_stream_across_streams(spark):
 
     batch = route(frame)
 
-    assert [(r.stream, r.seq) for r in batch.file_deleted.collect()] == [("A", 5)]
+    assert [(r.stream, r.seq) for r in batch.tables[DELETED].collect()] == [("A", 5)]
     assert batch.quarantine.count() == 2
 
 
@@ -343,26 +368,27 @@ def test_candidates_hold_every_row_of_their_type_before_the_split(spark):
     payloads += [changed(deleted_event("e-3"), "data.fileSize", "12"), b"[]"]
     batch = route(bronze(spark, payloads))
 
-    deleted = batch.candidates["FileDeletedEvent"]
-    rows = {r.seq: (r.file_size, r.failed_rules) for r in deleted.collect()}
+    deleted = batch.candidates[DELETED]
+    rows = {r.seq: (r.file_size, r.failed_rules, r[QUARANTINED]) for r in deleted.collect()}
     assert rows == {
-        1: (123456, []),
-        2: (123456, ["mime_type_well_formed"]),
-        4: (None, ["field_types_valid"]),
+        1: (123456, [], False),
+        2: (123456, ["mime_type_well_formed"], True),
+        4: (None, ["field_types_valid"], True),
     }
-    assert deleted.columns == [*SILVER_FILE_DELETED_SCHEMA.fieldNames(), "failed_rules"]
-    trashed = batch.candidates["FilePlacedInTrashEvent"]
-    assert trashed.columns == [*SILVER_FILE_TRASHED_SCHEMA.fieldNames(), "failed_rules"]
+    extra = ["failed_rules", QUARANTINED]
+    assert sorted(deleted.columns) == sorted([*SILVER_FILE_DELETED_SCHEMA.fieldNames(), *extra])
+    trashed = batch.candidates[TRASHED]
+    assert sorted(trashed.columns) == sorted([*SILVER_FILE_TRASHED_SCHEMA.fieldNames(), *extra])
     assert keys(trashed) == [3]
 
 
 def test_outputs_have_the_contract_schemas_even_when_empty(spark):
     batch = route(spark.createDataFrame([], BRONZE_SCHEMA))
 
-    assert shape(batch.file_deleted.schema) == shape(SILVER_FILE_DELETED_SCHEMA)
-    assert shape(batch.file_trashed.schema) == shape(SILVER_FILE_TRASHED_SCHEMA)
+    assert shape(batch.tables[DELETED].schema) == shape(SILVER_FILE_DELETED_SCHEMA)
+    assert shape(batch.tables[TRASHED].schema) == shape(SILVER_FILE_TRASHED_SCHEMA)
     assert shape(batch.quarantine.schema) == shape(QUARANTINE_SCHEMA)
-    assert batch.file_deleted.count() + batch.quarantine.count() == 0
+    assert batch.tables[DELETED].count() + batch.quarantine.count() == 0
 
 
 def test_contract_column_sets():
@@ -390,10 +416,8 @@ def test_contract_column_sets():
     [
         ({"now": dt.datetime(2026, 11, 21, 12)}, "now must be timezone-aware"),
         ({"run_id": ""}, "run_id must be a non-empty string"),
-        ({"retention": dt.timedelta(0)}, "retention must be a positive timedelta"),
     ],
 )
 def test_bad_arguments_are_refused_before_any_work(spark, arguments, message):
-    settings = {"existing": None, "now": NOW, "run_id": "run-1", "source_table": SOURCE}
     with pytest.raises(ValueError, match=message):
-        route_bronze(spark.createDataFrame([], BRONZE_SCHEMA), **{**settings, **arguments})
+        route(spark.createDataFrame([], BRONZE_SCHEMA), **arguments)
