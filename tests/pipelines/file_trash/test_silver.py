@@ -391,26 +391,6 @@ def test_outputs_have_the_contract_schemas_even_when_empty(spark):
     assert batch.tables[DELETED].count() + batch.quarantine.count() == 0
 
 
-def test_contract_column_sets():
-    assert SILVER_FILE_DELETED_SCHEMA.simpleString() == (
-        "struct<event_id:string,event_type:string,event_timestamp:timestamp,file_id:string,"
-        "file_name:string,file_path:string,file_size:bigint,mime_type:string,user_id:string,"
-        "deleted_at:timestamp,expires_at:timestamp,stream:string,seq:bigint,subject:string,"
-        "published:timestamp,run_id:string,processed_at:timestamp>"
-    )
-    assert SILVER_FILE_TRASHED_SCHEMA.simpleString() == (
-        "struct<event_id:string,event_type:string,event_timestamp:timestamp,trash_id:string,"
-        "file_id:string,file_name:string,user_id:string,trashed_at:timestamp,"
-        "expires_at:timestamp,original_event_id:string,stream:string,seq:bigint,subject:string,"
-        "published:timestamp,run_id:string,processed_at:timestamp>"
-    )
-    assert QUARANTINE_SCHEMA.simpleString() == (
-        "struct<stream:string,seq:bigint,subject:string,published:timestamp,payload:binary,"
-        "event_id:string,event_type:string,failed_rules:array<string>,error:string,"
-        "source_table:string,run_id:string,quarantined_at:timestamp>"
-    )
-
-
 @pytest.mark.parametrize(
     ("arguments", "message"),
     [
