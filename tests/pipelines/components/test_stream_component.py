@@ -104,7 +104,13 @@ def test_the_scaffolded_defs_yaml_checks_and_loads_the_stream(
         "silver/orders_example:event_id_unique",
     }
     assert {j["name"] for j in defs["jobs"]} == {"ingest_orders_events"}
-    assert {s["name"] for s in defs["sensors"]} == {"observe_ORDERS", "orders_events_stream_sensor"}
+    # Silver follows bronze by declarative automation (automate: true), which Dagster evaluates
+    # with its default automation condition sensor.
+    assert {s["name"] for s in defs["sensors"]} == {
+        "observe_ORDERS",
+        "orders_events_stream_sensor",
+        "default_automation_condition_sensor",
+    }
 
 
 def test_a_contract_from_an_asyncapi_document_loads(project: Path, scaffolded: Path) -> None:
