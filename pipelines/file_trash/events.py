@@ -100,7 +100,7 @@ class FileDeletedEvent:
     eventId: str = _uuid("Unique per event; also the message's Nats-Msg-Id.")
     timestamp: str = _timestamp("When the event was emitted (UTC).")
     data: FileDeletedData = field(metadata={"description": "The deleted file."})
-    eventType: str = "FileDeletedEvent"
+    eventType: str = FILE_DELETED_EVENT
 
     def to_json(self) -> bytes:
         """The event as published: compact JSON, UTF-8."""
@@ -127,7 +127,7 @@ class FilePlacedInTrashEvent:
     eventId: str = _uuid("uuid5(TRASH_NAMESPACE, originalEventId): a function of the source.")
     timestamp: str = _timestamp("When the event was emitted (UTC).")
     data: FilePlacedInTrashData = field(metadata={"description": "The trash entry."})
-    eventType: str = "FilePlacedInTrashEvent"
+    eventType: str = FILE_TRASHED_EVENT
 
     def to_json(self) -> bytes:
         """The event as published: compact JSON, UTF-8."""
@@ -140,12 +140,12 @@ class FilePlacedInTrashEvent:
 
 
 EVENT_TYPES: dict[str, type] = {
-    "FileDeletedEvent": FileDeletedEvent,
-    "FilePlacedInTrashEvent": FilePlacedInTrashEvent,
+    FILE_DELETED_EVENT: FileDeletedEvent,
+    FILE_TRASHED_EVENT: FilePlacedInTrashEvent,
 }
 SUBJECTS: dict[str, str] = {
-    "FileDeletedEvent": FILE_DELETED_SUBJECT,
-    "FilePlacedInTrashEvent": FILE_TRASHED_SUBJECT,
+    FILE_DELETED_EVENT: FILE_DELETED_SUBJECT,
+    FILE_TRASHED_EVENT: FILE_TRASHED_SUBJECT,
 }
 
 

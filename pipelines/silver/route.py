@@ -169,10 +169,19 @@ def rule_failures(candidates: DataFrame, contract: Contract) -> dict[str, int]:
     Returns:
         Rule name -> failing rows, in `silver_rules` order.
     """
+    return judged_rows(candidates, contract)[1]
+
+
+def judged_rows(candidates: DataFrame, contract: Contract) -> tuple[int, dict[str, int]]:
+    """The rows of `candidates` and how many break each rule, in one aggregate.
+
+    Returns:
+        (rows, rule name -> failing rows in `silver_rules` order).
+    """
     rules = silver_rules(contract)
     sums = [
         F.sum(F.array_contains("failed_rules", r.name).cast("long")).alias(f"_{n}")
         for n, r in enumerate(rules)
     ]
-    row = candidates.agg(*sums).first()
-    return {r.name: int(row[f"_{n}"] or 0) for n, r in enumerate(rules)}
+    row = candidates.agg(F.count(F.lit(1)).alias("_rows"), *sums).first()
+    return int(row["_rows"]), {r.name: int(row[f"_{n}"] or 0) for n, r in enumerate(rules)}

@@ -7,9 +7,9 @@ stream with a contract (the file trash's FILE_EVENTS among them):
 2. take the stream's bronze rows after it, from one pinned version of the bronze table;
 3. parse and route them by the contract (`parse_events`, `route`), judging `event_id_unique`
    against the prior rows whose key is among the batch's (`colliding_keys`);
-4. count each rule's failing rows for the asset checks (`rule_failures`) and, given a
-   `validate`, run each event type's Great Expectations suite on its candidates
-   (`pipelines.silver.expectations`);
+4. count each rule's failing rows and the rows each check judges, for the asset checks
+   (`judged_rows`, `rule_failures`), and, given a `validate`, run each event type's Great
+   Expectations suite on its candidates (`pipelines.silver.expectations`);
 5. merge each event type's rows into its table and the rest into quarantine, keyed on the
    bronze row (stream, seq) with an insert-only MERGE bounded to the batch's seqs;
 6. move the watermark to the batch's last sequence (compare-and-set), recording the batch's
@@ -41,7 +41,7 @@ from pipelines.ingest.bronze import BRONZE_SCHEMA
 from pipelines.silver.duplicates import colliding_keys, event_keys
 from pipelines.silver.expectations import contract_suite, expectation_frame, rule_outcomes
 from pipelines.silver.parse import parse_events
-from pipelines.silver.route import route, rule_failures
+from pipelines.silver.route import judged_rows, route, rule_failures
 from pipelines.silver.rule_columns import silver_rules
 from pipelines.silver.schema import QUARANTINE_SCHEMA, silver_schema
 from pipelines.watermarks import Watermark, WatermarkStore
@@ -229,20 +229,18 @@ def run_contract_silver(
         first, last, count = rows.agg(F.min("seq"), F.max("seq"), F.count("*")).first()
         if not count:
             return idle
-        checked = cache(parse_events(rows, contract))
+        parsed = cache(parse_events(rows, contract))
         tables = {
             e.name: read_table(spark, table_paths[e.name], silver_schema(e, spark))
             for e in contract.event_types
         }
         quarantine_table = read_table(spark, quarantine_path, QUARANTINE_SCHEMA)
-        keys = F.broadcast(event_keys(checked, contract))
+        keys = F.broadcast(event_keys(parsed, contract))
         prior = cache(colliding_keys(keys, contract, tables, quarantine_table))
-        batch = route(checked, contract, prior, run_id=run_id, now=now, source_table=source_table)
+        batch = route(parsed, contract, prior, run_id=run_id, now=now, source_table=source_table)
         candidates = {name: cache(frame) for name, frame in batch.candidates.items()}
         quarantine = cache(batch.quarantine)
-        failures = _failures(contract, candidates, quarantine)
-        checked = {name: frame.count() for name, frame in candidates.items()}
-        checked[QUARANTINE] = count
+        failures, checked = _failures(contract, candidates, quarantine, count)
         reports = {} if validate is None else _validate(contract, candidates, validate, mostly)
         expectations = {name: rule_outcomes(report) for name, report in reports.items()}
         by_rule = {
@@ -311,13 +309,18 @@ def _validate(
 
 
 def _failures(
-    contract: Contract, candidates: Mapping[str, DataFrame], quarantine: DataFrame
-) -> dict[str, dict[str, int]]:
-    """Failing rows per check of `rule_checks`, by target and rule."""
-    per_type = {name: rule_failures(frame, contract) for name, frame in candidates.items()}
+    contract: Contract, candidates: Mapping[str, DataFrame], quarantine: DataFrame, rows: int
+) -> tuple[dict[str, dict[str, int]], dict[str, int]]:
+    """Failing rows per check of `rule_checks`, by target and rule, and the rows each
+    target's checks judge: an event type's candidates, or all `rows` of the batch for
+    the quarantine's."""
+    judged = {name: judged_rows(frame, contract) for name, frame in candidates.items()}
+    checked = {name: count for name, (count, _) in judged.items()}
+    checked[QUARANTINE] = rows
+    per_type = {name: counts for name, (_, counts) in judged.items()}
     untyped = rule_failures(quarantine, contract)
     found: dict[str, dict[str, int]] = {}
     for check in rule_checks(contract):
         counts = untyped if check.target == QUARANTINE else per_type[check.target]
         found.setdefault(check.target, {})[check.rule.name] = counts[check.rule.name]
-    return found
+    return found, checked
