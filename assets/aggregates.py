@@ -11,6 +11,7 @@ from dagster import (
 )
 
 from pipelines.aggregates import Aggregate, run_aggregate
+from pipelines.refresh import refresh_summary
 from resources.lakehouse import TABLE_METADATA_KEY, LakehouseResource
 from resources.spark import SparkResource
 
@@ -53,22 +54,30 @@ def build_aggregate_asset(
     def declared_aggregate(
         context: AssetExecutionContext, spark: SparkResource, lakehouse: LakehouseResource
     ) -> MaterializeResult:
-        """Recomputes the aggregate when its silver table changed."""
+        """Brings the aggregate up to date with its silver table (only the changed time
+        buckets when it has a grain)."""
         result = run_aggregate(
             spark.get_session(),
             aggregate,
             source_path=lakehouse.table_path(source_table),
             path=lakehouse.table_path(aggregate.table),
         )
+        unit = f"{aggregate.grain or 'bucket'}s"
         context.log.info(
-            f"{aggregate.table}: {result.rows} rows, Delta v{result.version}"
-            + ("" if result.written else f" ({source_table} unchanged: not rewritten)")
+            f"{aggregate.table}: {result.rows} rows, Delta v{result.version}, "
+            + refresh_summary(result.mode, result.written, result.buckets, unit)
         )
         return MaterializeResult(
             metadata={
                 "dagster/row_count": MetadataValue.int(result.rows),
                 "delta_version": MetadataValue.int(result.version or 0),
                 "rewritten": MetadataValue.bool(result.written),
+                "refresh": MetadataValue.text(result.mode),
+                **(
+                    {"buckets_recomputed": MetadataValue.int(result.buckets)}
+                    if result.mode == "incremental"
+                    else {}
+                ),
                 "source_version": MetadataValue.int(result.source_version or 0),
                 "table_path": MetadataValue.path(result.path),
             }

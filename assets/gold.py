@@ -16,6 +16,7 @@ from pydantic import Field
 from assets.automation import EAGER_AFTER_CHECKS
 from pipelines.file_trash import tables
 from pipelines.file_trash.gold_stage import GoldPaths, run_gold
+from pipelines.refresh import refresh_summary
 from resources.lakehouse import TABLE_METADATA_KEY, LakehouseResource
 from resources.spark import SparkResource
 
@@ -63,7 +64,8 @@ def gold_file_trash(
     spark: SparkResource,
     lakehouse: LakehouseResource,
 ):
-    """Recomputes the gold tables from silver/file_deleted when silver or the day changed."""
+    """Brings the gold tables up to date with silver/file_deleted: the daily tables in the
+    days whose silver rows changed, expiring_files when silver or the day changed."""
     session = spark.get_session()
     paths = GoldPaths(
         file_deleted=lakehouse.table_path(tables.SILVER_FILE_DELETED),
@@ -79,8 +81,8 @@ def gold_file_trash(
     )
     for name, table in results.items():
         context.log.info(
-            f"{GOLD_KEYS[name].to_user_string()}: {table.rows} rows, Delta v{table.version}"
-            + ("" if table.written else " (inputs unchanged: not rewritten)")
+            f"{GOLD_KEYS[name].to_user_string()}: {table.rows} rows, Delta v{table.version}, "
+            + refresh_summary(table.mode, table.written, table.buckets, "days")
         )
         yield MaterializeResult(
             asset_key=GOLD_KEYS[name],
@@ -88,6 +90,12 @@ def gold_file_trash(
                 "dagster/row_count": MetadataValue.int(table.rows),
                 "delta_version": MetadataValue.int(table.version or 0),
                 "rewritten": MetadataValue.bool(table.written),
+                "refresh": MetadataValue.text(table.mode),
+                **(
+                    {"days_recomputed": MetadataValue.int(table.buckets)}
+                    if table.mode == "incremental"
+                    else {}
+                ),
                 "table_path": MetadataValue.path(table.path),
             },
         )

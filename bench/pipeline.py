@@ -7,14 +7,16 @@ For each history size H (`--history 0,1000000,10000000`), in a fresh table root:
    FilePlacedInTrashEvent of the event before, one in twenty deleted events with a negative
    fileSize), the silver rows the stage makes of them (the good ones in `silver/file_deleted`
    and `silver/file_trashed`, the bad ones in `silver/quarantine`, every seq in exactly one),
-   and the silver watermark at H, as if the stage had processed them;
+   the silver watermark at H, as if the stage had processed them, and gold computed from
+   that silver (silver with the change data feed on, as the stage creates it);
 2. a batch of `--batch` new bronze rows is appended (seq H+1..): `generate_event_mix`'s
    FileDeletedEvents, `--bad-share` of them bad (malformed, missing field, wrong type,
    negative size, unknown type, future deletedAt, duplicates), half of the duplicates
    being byte copies of history events of both types (when H > 0);
 3. the silver stage runs as the silver asset runs it (`run_contract_silver` with the file
    trash contract, `check_mostly` 0.95 and the Great Expectations suites of
-   `DataQualityResource`), then gold (`gold_stage.run_gold`).
+   `DataQualityResource`), then gold (`gold_stage.run_gold`: the daily tables recompute
+   the days the batch touched, `expiring_files` its horizon).
 
 Each stage is timed with `PhaseMonitor` (wall time, CPU seconds of the driver, the JVM and
 its Python workers) and Spark's SQL metrics (files and bytes its scans read, Delta log reads
@@ -43,6 +45,7 @@ from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
 from sampling import PhaseMonitor, python_speed_ms
 
+from pipelines.delta_tables import CHANGE_DATA_FEED
 from pipelines.file_trash import gold_stage
 from pipelines.file_trash.events import FILE_DELETED_EVENT, FILE_TRASHED_EVENT
 from pipelines.file_trash.generator import generate_event_mix
@@ -233,7 +236,8 @@ def build_history(spark: SparkSession, root: Path, count: int) -> None:
         (bad, "quarantine", QUARANTINE_SCHEMA),
     ):
         rows = frame.select(*schema.fieldNames()).to(schema)
-        rows.write.format("delta").save(str(root / "silver" / name))
+        writer = rows.write.format("delta").options(**CHANGE_DATA_FEED)  # as the stage's
+        writer.save(str(root / "silver" / name))
 
 
 # -- the batch ---------------------------------------------------------------------------
@@ -369,8 +373,12 @@ def paths(root: Path) -> tuple[dict[str, str], GoldPaths]:
 def one_history(spark, js, root: Path, history: int, args, batch: int) -> dict[str, object]:
     """Builds the history, then appends and processes one batch; returns each stage's cost."""
     root.mkdir(parents=True)
+    silver_paths, gold_paths = paths(root)
+    now = NOW + dt.timedelta(minutes=1)
     started = time.monotonic()
     build_history(spark, root, history)
+    if history:  # gold as the pipeline left it after the history
+        gold_stage.run_gold(spark, gold_paths, now=now)
     built = round(time.monotonic() - started, 1)
     watermarks = WatermarkStore(js.create_key_value(KeyValueSpec(f"bench_{root.name}")))
     if history:
@@ -378,9 +386,7 @@ def one_history(spark, js, root: Path, history: int, args, batch: int) -> dict[s
         watermarks.save(
             Watermark(mark.stage, history, "history", NOW.isoformat(), {}, mark.revision)
         )
-    silver_paths, gold_paths = paths(root)
     quality = DataQualityResource()
-    now = NOW + dt.timedelta(minutes=1)
     metrics = ScanMetrics(spark)
     stages: dict[str, dict[str, object]] = {}
 
@@ -422,6 +428,7 @@ def one_history(spark, js, root: Path, history: int, args, batch: int) -> dict[s
         **phase.report.to_dict(),
         **metrics.take(),
         "rows": {name: table.rows for name, table in gold.items()},
+        "refresh": {name: [table.mode, table.buckets] for name, table in gold.items()},
     }
     verify(spark, silver_paths, history, batch, {**stages["silver"], "kinds": kinds})
     return {"history": history, "build_s": built, "stages": stages}

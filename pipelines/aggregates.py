@@ -10,24 +10,32 @@
 gives one row per (day, currency) with the three measures. The time column becomes a column
 named after the grain (`day`, a date; `hour`, a timestamp truncated to the hour; `week` and
 `month`, the date they start). Measures are `count`, `sum(col)`, `min(col)`, `max(col)`;
-null values are skipped as SQL does. Each run recomputes the aggregate from the silver
-table's current version and overwrites the gold table, recording that version and the
-aggregate's definition in the Delta commit; when both are unchanged the run writes nothing.
+null values are skipped as SQL does. Each run brings the gold table up to the silver
+table's current version (`pipelines.refresh`): with a time grain, only the buckets in which
+silver rows changed are recomputed and replaced; without one, or after the definition
+changed, the whole table. The silver version and the aggregate's definition are recorded in
+the Delta commit; when both are unchanged the run writes nothing.
 Gold that is domain logic stays Python (`pipelines/file_trash/gold.py`).
 """
 
 from __future__ import annotations
 
-import json
+import datetime as dt
 import re
 from dataclasses import asdict, dataclass
 
 from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
 
-from pipelines.delta_tables import last_commit_metadata, overwrite_tagged, table_version
+from pipelines.refresh import TimeBuckets, refresh_table
 
 GRAINS = ("hour", "day", "week", "month")
+_WIDTHS = {
+    "hour": dt.timedelta(hours=1),
+    "day": dt.timedelta(days=1),
+    "week": dt.timedelta(days=7),
+    "month": dt.timedelta(days=31),
+}
 FUNCTIONS = ("count", "sum", "min", "max")
 _MEASURE = re.compile(r"^\s*(count|sum|min|max)\s*(?:\(\s*([A-Za-z_][A-Za-z0-9_]*|\*)?\s*\))?\s*$")
 
@@ -122,14 +130,23 @@ class Aggregate:
                     f"its columns are {', '.join(sorted(columns))}"
                 )
 
+    def bucket(self, time: Column) -> Column:
+        """The time bucket of `time`: a timestamp truncated to the hour, or the date the
+        day, week or month starts (in the session time zone)."""
+        bucket = F.date_trunc(self.grain, time)
+        return bucket if self.grain == "hour" else bucket.cast("date")
+
+    def time_buckets(self) -> TimeBuckets | None:
+        """How the gold rows map onto silver's time, for refreshing only what changed."""
+        if self.grain is None or self.time_column is None:
+            return None
+        return TimeBuckets(self.time_column, self.grain, self.bucket, _WIDTHS[self.grain])
+
     def frame(self, rows: DataFrame) -> DataFrame:
         """The aggregate of `rows` (the silver table), one row per group."""
         groups: list[Column] = []
         if self.grain is not None:
-            bucket = F.date_trunc(self.grain, F.col(self.time_column))
-            groups.append(
-                (bucket if self.grain == "hour" else bucket.cast("date")).alias(self.grain)
-            )
+            groups.append(self.bucket(F.col(self.time_column)).alias(self.grain))
         groups += [F.col(column) for column in self.group_by]
         measures = [m.column_expression().alias(m.name) for m in self.measures]
         if not groups:
@@ -148,15 +165,18 @@ class AggregateResult:
     path: str
     version: int | None
     rows: int
-    written: bool  # False: the source and the definition were unchanged: nothing written
+    written: bool  # False: nothing had changed, or another run wrote it first
     source_version: int | None
+    mode: str = "unchanged"  # or "incremental" (changed time buckets) or "full"
+    buckets: int | None = None  # the time buckets recomputed, when incremental
 
 
 def run_aggregate(
     spark: SparkSession, aggregate: Aggregate, *, source_path: str, path: str
 ) -> AggregateResult:
-    """Recomputes the aggregate if its silver table or its definition changed since its last
-    write, and overwrites the gold table.
+    """Brings the gold table up to date with its silver table (`pipelines.refresh`): the
+    time buckets with changed silver rows when the aggregate has a time grain and silver's
+    change data covers the versions since the last write, otherwise the whole table.
 
     Args:
         spark: the session.
@@ -167,15 +187,21 @@ def run_aggregate(
     Returns:
         What the table holds now. Without a silver table yet, nothing is written.
     """
-    version = table_version(spark, source_path)
-    if version is None:
-        return AggregateResult(path, table_version(spark, path), 0, False, None)
-    inputs = json.loads(
-        json.dumps({"source_version": version, "definition": aggregate.definition()})
+    refreshed = refresh_table(
+        spark,
+        source_path=source_path,
+        path=path,
+        compute=aggregate.frame,
+        definition=aggregate.definition(),
+        buckets=aggregate.time_buckets(),
     )
-    written = last_commit_metadata(spark, path) != inputs
-    if written:
-        source = spark.read.format("delta").option("versionAsOf", version).load(source_path)
-        overwrite_tagged(aggregate.frame(source), path, inputs)
-    rows = spark.read.format("delta").load(path).count()
-    return AggregateResult(path, table_version(spark, path), rows, written, version)
+    rows = 0 if refreshed.version is None else spark.read.format("delta").load(path).count()
+    return AggregateResult(
+        path,
+        refreshed.version,
+        rows,
+        refreshed.written,
+        refreshed.source_version,
+        refreshed.mode,
+        refreshed.buckets,
+    )

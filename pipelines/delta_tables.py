@@ -1,5 +1,5 @@
-"""Delta Lake writes the silver and gold stages share: idempotent merges, tagged overwrites,
-table maintenance (OPTIMIZE, VACUUM), and what a table's log says (exists, version, history).
+"""Delta Lake writes the silver stage uses (idempotent insert-only merges), table
+maintenance (OPTIMIZE, VACUUM), and what a table's log says (exists, version, history).
 
 Everything here is Spark SQL on `delta.`<path>`` (`DESCRIBE HISTORY`, `MERGE INTO`,
 `OPTIMIZE`, `VACUUM`) and DataFrame reads and writes, never the `DeltaTable` Python API, so it
@@ -8,16 +8,14 @@ server plugin resolves from Maven Central for Spark 4.2 / Delta 4.4, and a plain
 server with Delta's SQL extension runs all of these.
 
 Silver tables are keyed on the bronze row they came from, (stream, seq), and written with an
-insert-only MERGE, so processing a bronze range twice leaves the same rows. Gold tables are
-recomputed and overwritten; each overwrite carries the inputs it was computed from in the
-commit's `userMetadata`, so a run can tell that nothing changed and skip the write.
+insert-only MERGE, so processing a bronze range twice leaves the same rows, and with the
+change data feed on, so gold can read only what changed (`pipelines.refresh`).
 """
 
 from __future__ import annotations
 
-import json
 import uuid
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -69,13 +67,27 @@ def read_table(spark: SparkSession, path: str, schema: StructType) -> DataFrame:
     return spark.read.format("delta").load(path)
 
 
+# The table property that has Delta record each commit's row changes, so that what reads a
+# table can take only what changed since a version (`readChangeFeed`): gold does
+# (`pipelines.refresh`). Appends and insert-only merges cost nothing more with it.
+CHANGE_DATA_FEED = {"delta.enableChangeDataFeed": "true"}
+
+
 def ensure_table(
-    spark: SparkSession, path: str, schema: StructType, *, partition_by: Sequence[str] = ()
+    spark: SparkSession,
+    path: str,
+    schema: StructType,
+    *,
+    partition_by: Sequence[str] = (),
+    properties: Mapping[str, str] | None = None,
 ) -> None:
-    """Creates an empty Delta table of `schema` at `path` unless one exists."""
+    """Creates an empty Delta table of `schema` at `path`, with the table `properties`,
+    unless one exists."""
     if table_exists(spark, path):
         return
     writer = spark.createDataFrame([], schema).write.format("delta")
+    for key, value in (properties or {}).items():
+        writer = writer.option(key, value)
     if partition_by:
         writer = writer.partitionBy(*partition_by)
     writer.mode("ignore").save(path)
@@ -100,8 +112,9 @@ def merge_new_rows(
 ) -> MergeOutcome:
     """Inserts the rows whose `keys` the table lacks; rows already there stay as they are.
 
-    The table is created (empty, from `schema`) if it is missing, so it exists after the
-    first run even when that run had no rows for it; otherwise an empty `rows` writes nothing.
+    The table is created (empty, from `schema`, with the change data feed on) if it is
+    missing, so it exists after the first run even when that run had no rows for it;
+    otherwise an empty `rows` writes nothing.
 
     Args:
         spark: the session.
@@ -117,7 +130,7 @@ def merge_new_rows(
     Returns:
         The number of rows inserted and the table's version after the merge.
     """
-    ensure_table(spark, path, schema)
+    ensure_table(spark, path, schema, properties=CHANGE_DATA_FEED)
     if rows.isEmpty():
         return MergeOutcome(0, table_version(spark, path))
     condition = " AND ".join(f"t.`{key}` = s.`{key}`" for key in keys)
@@ -145,29 +158,6 @@ def merge_insert_only(spark: SparkSession, rows: DataFrame, path: str, condition
     finally:
         spark.catalog.dropTempView(view)
     return int(result[0]["num_inserted_rows"]) if result else 0
-
-
-def last_commit_metadata(spark: SparkSession, path: str) -> dict[str, Any] | None:
-    """The JSON `userMetadata` of the table's last commit, or None (no table, or none set)."""
-    last = last_commit(spark, path)
-    value = None if last is None else last["userMetadata"]
-    if not value:
-        return None
-    try:
-        return json.loads(value)
-    except ValueError:
-        return None
-
-
-def overwrite_tagged(rows: DataFrame, path: str, metadata: dict[str, Any]) -> None:
-    """Replaces the table's content with `rows`, recording `metadata` in the commit."""
-    (
-        rows.write.format("delta")
-        .mode("overwrite")
-        .option("overwriteSchema", "true")
-        .option("userMetadata", json.dumps(metadata, sort_keys=True))
-        .save(path)
-    )
 
 
 def optimize(spark: SparkSession, path: str) -> dict[str, Any]:

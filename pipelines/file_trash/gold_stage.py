@@ -1,14 +1,18 @@
-"""The gold stage: aggregates of `silver/file_deleted`, recomputed and overwritten.
+"""The gold stage: aggregates of `silver/file_deleted`, kept up to date with it.
 
 - `gold/daily_trash_by_user`: files and bytes trashed per UTC day and user;
 - `gold/daily_trash_by_mime_type`: the same per mime type;
 - `gold/expiring_files`: files whose trash retention ends within `expiring_within` of the
   start of the current UTC day.
 
-Gold is small and derived, so each run recomputes it from silver (the transforms are the
-pure functions of `gold.py`). Each overwrite records in its Delta commit the silver version
-and the day it was computed for; when both are unchanged the run writes nothing, so running
-gold again over the same data changes nothing.
+The transforms are the pure functions of `gold.py`; `pipelines.refresh` applies them. The
+two daily tables are refreshed by UTC day: a run recomputes only the days in which silver
+rows changed since the version it last read (from silver's change data feed) and replaces
+those days, so its cost follows the new rows, not the table. `expiring_files` is recomputed
+whenever silver or the day changed (its filter on `expires_at` reads only the files that
+can hold the horizon). Each write records in its Delta commit the silver version and what
+else the table depends on; when nothing changed the run writes nothing, so running gold
+again over the same data changes nothing.
 """
 
 from __future__ import annotations
@@ -19,10 +23,10 @@ from dataclasses import dataclass
 
 from pyspark.sql import DataFrame, SparkSession
 
-from pipelines.delta_tables import last_commit_metadata, overwrite_tagged, table_version
 from pipelines.file_trash import gold
 from pipelines.file_trash.events import FILE_DELETED_EVENT
 from pipelines.file_trash.topology import file_trash_contract
+from pipelines.refresh import TimeBuckets, refresh_table
 from pipelines.silver.schema import silver_schema
 
 DEFAULT_EXPIRING_WITHIN = dt.timedelta(days=7)
@@ -45,18 +49,28 @@ class GoldTable:
     path: str
     version: int | None
     rows: int
-    written: bool  # False: its inputs had not changed, so nothing was written
+    written: bool  # False: nothing had changed, or another run wrote it first
+    mode: str = "unchanged"  # or "incremental" (the changed days) or "full"
+    buckets: int | None = None  # the days recomputed, when incremental
+
+
+# The daily tables change only in the UTC days of the silver rows that changed.
+DAYS = TimeBuckets("deleted_at", "day", gold.utc_day, dt.timedelta(days=1))
 
 
 def _tables(
-    paths: GoldPaths, now: dt.datetime, within: dt.timedelta
-) -> dict[str, tuple[str, Callable[[DataFrame], DataFrame]]]:
+    paths: GoldPaths, day: dt.datetime, within: dt.timedelta
+) -> dict[str, tuple[str, Callable[[DataFrame], DataFrame], dict, TimeBuckets | None]]:
+    """Each table: its path, its transform, what else it depends on, its time buckets."""
+    expiring = {"as_of_day": day.date().isoformat(), "within_seconds": within.total_seconds()}
     return {
-        "daily_by_user": (paths.daily_by_user, gold.daily_trash_by_user),
-        "daily_by_mime_type": (paths.daily_by_mime_type, gold.daily_trash_by_mime_type),
+        "daily_by_user": (paths.daily_by_user, gold.daily_trash_by_user, {}, DAYS),
+        "daily_by_mime_type": (paths.daily_by_mime_type, gold.daily_trash_by_mime_type, {}, DAYS),
         "expiring_files": (
             paths.expiring_files,
-            lambda frame: gold.expiring_files(frame, now=now, within=within),
+            lambda frame: gold.expiring_files(frame, now=day, within=within),
+            expiring,
+            None,
         ),
     }
 
@@ -68,7 +82,7 @@ def run_gold(
     now: dt.datetime,
     expiring_within: dt.timedelta = DEFAULT_EXPIRING_WITHIN,
 ) -> dict[str, GoldTable]:
-    """Recomputes each gold table whose inputs changed since it was last written.
+    """Brings each gold table up to date with silver/file_deleted (`pipelines.refresh`).
 
     Args:
         spark: the session.
@@ -80,27 +94,26 @@ def run_gold(
     Returns:
         Each table's state, by short name ("daily_by_user", ...).
     """
-    silver_version = table_version(spark, paths.file_deleted)
-    if silver_version is None:
-        event = file_trash_contract().event_type(FILE_DELETED_EVENT)
-        source = spark.createDataFrame([], silver_schema(event))
-    else:
-        source = (
-            spark.read.format("delta")
-            .option("versionAsOf", silver_version)
-            .load(paths.file_deleted)
-        )
+    event = file_trash_contract().event_type(FILE_DELETED_EVENT)
     day = now.astimezone(dt.UTC).replace(hour=0, minute=0, second=0, microsecond=0)
-    inputs = {
-        "silver_version": silver_version,
-        "as_of_day": day.date().isoformat(),
-        "expiring_within_seconds": int(expiring_within.total_seconds()),
-    }
     results = {}
-    for name, (path, transform) in _tables(paths, day, expiring_within).items():
-        written = last_commit_metadata(spark, path) != inputs
-        if written:
-            overwrite_tagged(transform(source), path, inputs)
+    for name, (path, transform, depends, buckets) in _tables(paths, day, expiring_within).items():
+        refreshed = refresh_table(
+            spark,
+            source_path=paths.file_deleted,
+            path=path,
+            compute=transform,
+            definition={"table": name, **depends},
+            buckets=buckets,
+            source_schema=silver_schema(event),
+        )
         rows = spark.read.format("delta").load(path).count()
-        results[name] = GoldTable(path, table_version(spark, path), rows, written)
+        results[name] = GoldTable(
+            path,
+            refreshed.version,
+            rows,
+            refreshed.written,
+            refreshed.mode,
+            refreshed.buckets,
+        )
     return results
