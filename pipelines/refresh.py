@@ -23,10 +23,11 @@ depend only on silver's rows in that bucket, and every bucket with a changed row
 recomputed (rows without a time form the null bucket, recomputed like the others).
 
 Each write records the silver version and the definition in the commit and carries Delta's
-idempotent-write pair `txnAppId`/`txnVersion`, the version of gold the run read: Delta skips
-a write whose `txnVersion` is not above the last one recorded for the table, and fails one
-that commits at the same time as another. So a run that read gold before another run wrote
-it never lands over it, and gold is always a state one run computed from the state it read.
+idempotent-write pair `txnAppId`/`txnVersion`, the version of gold the run read plus one
+(the version the write would give it): Delta skips a write whose `txnVersion` is not above
+the last one recorded for the table, and fails one that commits at the same time as
+another. So a run that read gold before another run wrote it never lands over it, and gold
+is always a state one run computed from the state it read.
 Maintenance commits (OPTIMIZE, VACUUM, table properties) change no rows and are looked past.
 """
 
