@@ -37,15 +37,22 @@ def delta_path(path: str) -> str:
     return "delta.`" + path.replace("`", "``") + "`"
 
 
-def last_commit(spark: SparkSession, path: str) -> Row | None:
-    """The table's last `DESCRIBE HISTORY` row (version, timestamp, operationMetrics,
-    userMetadata, ...), or None if there is no Delta table at `path`."""
+def last_commits(spark: SparkSession, path: str, limit: int) -> list[Row]:
+    """The table's last `limit` `DESCRIBE HISTORY` rows, newest first (version, timestamp,
+    operation, operationMetrics, userMetadata, ...); none if there is no Delta table at
+    `path`."""
     try:
-        rows = spark.sql(f"DESCRIBE HISTORY {delta_path(path)} LIMIT 1").collect()
+        return spark.sql(f"DESCRIBE HISTORY {delta_path(path)} LIMIT {int(limit)}").collect()
     except AnalysisException as error:
         if error.getCondition() in NOT_A_TABLE:
-            return None
+            return []
         raise
+
+
+def last_commit(spark: SparkSession, path: str) -> Row | None:
+    """The table's last `DESCRIBE HISTORY` row, or None if there is no Delta table at
+    `path`."""
+    rows = last_commits(spark, path, 1)
     return rows[0] if rows else None
 
 

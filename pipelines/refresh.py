@@ -44,7 +44,7 @@ from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql.types import DateType, StructType
 
-from pipelines.delta_tables import NOT_A_TABLE, delta_path, table_version
+from pipelines.delta_tables import delta_path, last_commits, table_version
 
 # The writes of this module, in the Delta log (SetTransaction's appId).
 TXN_APP_ID = "jetstream-lakehouse.refresh"
@@ -148,8 +148,7 @@ def refresh_table(
     else:
         rows, replace = compute(source), None
         mode, reason = "full", plan or _why_full(recorded, inputs, buckets)
-    written = _write(rows, path, inputs, replace=replace, read_version=gold_version)
-    after = table_version(spark, path)
+    written, after = _write(rows, path, inputs, replace=replace, read_version=gold_version)
     count = len(plan.values) if isinstance(plan, _Incremental) else None
     if not written:
         reason = "another run wrote the table first"
@@ -171,12 +170,7 @@ def last_data_write(spark: SparkSession, path: str) -> tuple[int | None, dict[st
     """The table's current version and the JSON `userMetadata` of its last commit that
     changed rows (maintenance commits looked past); (None, None) without a table, and None
     for the metadata when that commit recorded none."""
-    try:
-        history = spark.sql(f"DESCRIBE HISTORY {delta_path(path)} LIMIT {HISTORY_DEPTH}").collect()
-    except AnalysisException as error:
-        if error.getCondition() in NOT_A_TABLE:
-            return None, None
-        raise
+    history = last_commits(spark, path, HISTORY_DEPTH)
     if not history:
         return None, None
     for commit in history:
@@ -288,9 +282,10 @@ def _write(
     *,
     replace: str | None,
     read_version: int | None,
-) -> bool:
-    """Overwrites the table (or the rows under `replace`), recording `inputs`; False when
-    Delta skipped the write because another run wrote the table after `read_version`.
+) -> tuple[bool, int | None]:
+    """Overwrites the table (or the rows under `replace`), recording `inputs`; returns
+    whether it wrote (False when Delta skipped the write because another run wrote the
+    table after `read_version`) and the table's version afterwards.
 
     The write's `txnVersion` is the version it would give the table: a second run that
     read the same version carries the same number and is skipped.
@@ -311,7 +306,8 @@ def _write(
     # reported, never relied on.
     before = table_version(rows.sparkSession, path)
     writer.save(path)
-    return table_version(rows.sparkSession, path) != before
+    after = table_version(rows.sparkSession, path)
+    return after != before, after
 
 
 def _json(value: Any) -> Any:
