@@ -27,7 +27,7 @@ from dataclasses import asdict, dataclass
 from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
 
-from pipelines.refresh import TimeBuckets, refresh_table
+from pipelines.refresh import TimeBuckets, read_source, refresh_table
 
 GRAINS = ("hour", "day", "week", "month")
 _WIDTHS = {
@@ -189,7 +189,7 @@ def run_aggregate(
     """
     refreshed = refresh_table(
         spark,
-        source_path=source_path,
+        source=read_source(spark, source_path),
         path=path,
         compute=aggregate.frame,
         definition=aggregate.definition(),

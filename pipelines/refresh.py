@@ -1,7 +1,9 @@
 """Gold tables refreshed from their silver table: only the time buckets that changed.
 
 A gold table that aggregates a silver table by a time bucket (rows per UTC day, per hour,
-...) only changes in the buckets of the silver rows that changed. `refresh_table`:
+...) only changes in the buckets of the silver rows that changed. A run reads silver once
+(`read_source`: its current version, its Delta table id, its rows at that version) and
+refreshes each gold table computed from it with `refresh_table`, which:
 
 1. reads what gold was last computed from, recorded in the `userMetadata` of its last
    data-changing commit: the silver version and the table's definition;
@@ -22,6 +24,9 @@ Either way gold holds what a full recompute from that silver version gives: a bu
 depend only on silver's rows in that bucket, and every bucket with a changed row is
 recomputed (rows without a time form the null bucket, recomputed like the others).
 
+The changed buckets are read once per silver version read, starting version and buckets, so
+gold tables refreshed together from the same silver read its change data once.
+
 Each write records the silver version and the definition in the commit and carries Delta's
 idempotent-write pair `txnAppId`/`txnVersion`, the version of gold the run read plus one
 (the version the write would give it): Delta skips a write whose `txnVersion` is not above
@@ -35,12 +40,13 @@ from __future__ import annotations
 
 import datetime as dt
 import json
+import uuid
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from pyspark.errors import AnalysisException
-from pyspark.sql import Column, DataFrame, SparkSession
+from pyspark.sql import Column, DataFrame, Row, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql.types import DateType, StructType
 
@@ -92,67 +98,94 @@ class Refreshed:
     reason: str = ""  # why a full recompute, or why nothing was written
 
 
+@dataclass
+class Source:
+    """A silver table as one run reads it (`read_source`), shared by the gold tables the run
+    refreshes from it: each reads the same version, and the changed buckets found for one are
+    reused by the next with the same buckets and starting version.
+
+    Attributes:
+        path: the silver Delta table.
+        version: the version read; None when there is no table yet.
+        table_id: its Delta table id (a table recreated at the same path has another).
+        rows: its rows at `version`; an empty frame of the schema given to `read_source`
+            when there is no table, or None without a schema either.
+    """
+
+    path: str
+    version: int | None
+    table_id: str | None
+    rows: DataFrame | None
+    _changes: dict[tuple[int, TimeBuckets], tuple[bool, list] | str] = field(
+        default_factory=dict, repr=False
+    )
+
+
+def read_source(spark: SparkSession, path: str, schema: StructType | None = None) -> Source:
+    """The silver table at `path` as of its current version, for `refresh_table`; `schema`
+    gives gold an empty frame to compute from while silver does not exist yet."""
+    version = table_version(spark, path)
+    if version is None:
+        return Source(
+            path, None, None, None if schema is None else spark.createDataFrame([], schema)
+        )
+    rows = spark.read.format("delta").option("versionAsOf", version).load(path)
+    return Source(path, version, _table_id(spark, path), rows)
+
+
 def refresh_table(
     spark: SparkSession,
     *,
-    source_path: str,
+    source: Source,
     path: str,
     compute: Callable[[DataFrame], DataFrame],
     definition: Mapping[str, Any],
     buckets: TimeBuckets | None = None,
-    source_schema: StructType | None = None,
 ) -> Refreshed:
-    """Brings the gold table at `path` up to date with the silver table at `source_path`.
+    """Brings the gold table at `path` up to date with the silver table `source`.
 
     Args:
         spark: the session.
-        source_path: the silver Delta table.
+        source: silver as this run read it (`read_source`); without silver rows (no table
+            and no schema) gold is not written.
         path: the gold Delta table.
         compute: silver rows -> gold rows; must compute each bucket from that bucket's rows
             alone when `buckets` is given.
         definition: what else the result depends on (JSON values); a change recomputes all.
         buckets: how gold's rows map onto silver's time; None recomputes in full whenever
             silver changed.
-        source_schema: silver's schema; when silver does not exist yet, gold is computed
-            from an empty frame of it, or, without it, not written.
 
     Returns:
         What was done.
     """
-    source_version = table_version(spark, source_path)
     inputs = _json(
         {
-            "source_version": source_version,
-            "source_id": None if source_version is None else _table_id(spark, source_path),
+            "source_version": source.version,
+            "source_id": source.table_id,
             "definition": dict(definition),
         }
     )
     gold_version, recorded = last_data_write(spark, path)
-    if recorded == inputs:
-        return Refreshed(path, gold_version, False, "unchanged", source_version)
-    if source_version is None and source_schema is None:
+    if recorded is not None and {key: recorded.get(key) for key in inputs} == inputs:
+        return Refreshed(path, gold_version, False, "unchanged", source.version)
+    if source.rows is None:
         return Refreshed(path, gold_version, False, "unchanged", None, reason="no silver yet")
-    if source_version is None:
-        source = spark.createDataFrame([], source_schema)
-    else:
-        reader = spark.read.format("delta").option("versionAsOf", source_version)
-        source = reader.load(source_path)
-    plan = None if buckets is None else _plan(spark, source_path, source, recorded, inputs, buckets)
+    plan = None if buckets is None else _plan(spark, source, recorded, inputs, buckets)
     if isinstance(plan, _Incremental):
         if not plan.values:
             # Silver moved without changing a row (e.g. it was compacted): nothing to write.
-            return Refreshed(path, gold_version, False, "unchanged", source_version, 0)
-        rows = compute(source.where(plan.source_filter))
+            return Refreshed(path, gold_version, False, "unchanged", source.version, 0)
+        rows = compute(source.rows.where(plan.source_filter))
         replace = plan.replace_where
         mode, reason = "incremental", ""
     else:
-        rows, replace = compute(source), None
+        rows, replace = compute(source.rows), None
         mode, reason = "full", plan or _why_full(recorded, inputs, buckets)
     written, after = _write(rows, path, inputs, replace=replace, read_version=gold_version)
     count = len(plan.values) if isinstance(plan, _Incremental) else None
     if not written:
         reason = "another run wrote the table first"
-    return Refreshed(path, after, written, mode, source_version, count, reason)
+    return Refreshed(path, after, written, mode, source.version, count, reason)
 
 
 def refresh_summary(mode: str, written: bool, buckets: int | None, unit: str) -> str:
@@ -170,18 +203,27 @@ def last_data_write(spark: SparkSession, path: str) -> tuple[int | None, dict[st
     """The table's current version and the JSON `userMetadata` of its last commit that
     changed rows (maintenance commits looked past); (None, None) without a table, and None
     for the metadata when that commit recorded none."""
-    history = last_commits(spark, path, HISTORY_DEPTH)
+    history = _history(spark, path, lambda commits: commits[-1]["operation"] not in MAINTENANCE)
     if not history:
         return None, None
-    for commit in history:
-        if commit["operation"] in MAINTENANCE:
-            continue
-        try:
-            recorded = json.loads(commit["userMetadata"] or "null")
-        except ValueError:
-            recorded = None
-        return history[0]["version"], recorded if isinstance(recorded, dict) else None
-    return history[0]["version"], None
+    data_writes = [c for c in history if c["operation"] not in MAINTENANCE]
+    return history[0]["version"], _metadata(data_writes[0]) if data_writes else None
+
+
+def _history(spark: SparkSession, path: str, enough: Callable[[list[Row]], bool]) -> list[Row]:
+    """Gold's last commits, newest first: the last one alone when `enough` says so (the
+    usual case, one small read), else the last `HISTORY_DEPTH`."""
+    last = last_commits(spark, path, 1)
+    return last if not last or enough(last) else last_commits(spark, path, HISTORY_DEPTH)
+
+
+def _metadata(commit: Row) -> dict[str, Any] | None:
+    """A commit's `userMetadata` as a JSON object, or None."""
+    try:
+        recorded = json.loads(commit["userMetadata"] or "null")
+    except ValueError:
+        return None
+    return recorded if isinstance(recorded, dict) else None
 
 
 @dataclass(frozen=True)
@@ -193,8 +235,7 @@ class _Incremental:
 
 def _plan(
     spark: SparkSession,
-    source_path: str,
-    source: DataFrame,
+    source: Source,
     recorded: dict[str, Any] | None,
     inputs: dict[str, Any],
     buckets: TimeBuckets,
@@ -203,31 +244,22 @@ def _plan(
     since = None if recorded is None else recorded.get("source_version")
     if recorded is None or recorded.get("definition") != inputs["definition"]:
         return _why_full(recorded, inputs, buckets)
-    if not isinstance(since, int) or inputs["source_version"] is None:
+    if not isinstance(since, int) or source.version is None:
         return "no silver version recorded to start from"
-    if recorded.get("source_id") != inputs["source_id"]:
+    if recorded.get("source_id") != source.table_id:
         return "silver is not the table gold was computed from (its Delta table id changed)"
-    bucket = buckets.bucket(F.col(buckets.source_column))
-    is_date = isinstance(source.select(bucket.alias("b")).schema["b"].dataType, DateType)
-    as_number = F.unix_date if is_date else F.unix_micros
-    try:
-        changes = (
-            spark.read.format("delta")
-            .option("readChangeFeed", "true")
-            .option("startingVersion", since + 1)
-            .option("endingVersion", inputs["source_version"])
-            .load(source_path)
-        )
-        found = [row[0] for row in changes.select(as_number(bucket)).distinct().collect()]
-    except AnalysisException as error:
-        condition = error.getCondition()
-        return f"silver's change data since version {since + 1} is not available ({condition})"
+    changed = _changed_buckets(spark, source, since, buckets)
+    if isinstance(changed, str):
+        return changed
+    is_date, found = changed
     values = tuple(sorted(v for v in found if v is not None))
     ranges = _ranges(values, is_date, buckets.width)
     if len(ranges) > MAX_RANGES:
         return f"{len(values)} changed buckets in {len(ranges)} separate time ranges"
     source_column = F.col(buckets.source_column)
-    is_date_source = isinstance(source.schema[buckets.source_column].dataType, DateType)
+    bucket = buckets.bucket(source_column)
+    is_date_source = isinstance(source.rows.schema[buckets.source_column].dataType, DateType)
+    as_number = F.unix_date if is_date else F.unix_micros
     near, exact = F.lit(False), as_number(bucket).isin(list(values))
     for start, end in ranges:
         low, high = (start.date(), end.date()) if is_date_source else (start, end)
@@ -238,6 +270,35 @@ def _plan(
         near, exact = near | source_column.isNull(), exact | bucket.isNull()
         replace = f"({replace}) OR `{buckets.column}` IS NULL"
     return _Incremental((*values, *([None] if None in found else [])), near & exact, replace)
+
+
+def _changed_buckets(
+    spark: SparkSession, source: Source, since: int, buckets: TimeBuckets
+) -> tuple[bool, list[int | None]] | str:
+    """Whether the buckets are dates, and the buckets (epoch days or microseconds, None for
+    rows without a time) of silver's rows inserted, deleted or updated after version `since`
+    up to `source.version`; or why they cannot be known. Read once per `source`, starting
+    version and buckets."""
+    key = (since, buckets)
+    if key not in source._changes:
+        bucket = buckets.bucket(F.col(buckets.source_column))
+        is_date = isinstance(source.rows.select(bucket.alias("b")).schema["b"].dataType, DateType)
+        as_number = F.unix_date if is_date else F.unix_micros
+        try:
+            changes = (
+                spark.read.format("delta")
+                .option("readChangeFeed", "true")
+                .option("startingVersion", since + 1)
+                .option("endingVersion", source.version)
+                .load(source.path)
+            )
+            found = [row[0] for row in changes.select(as_number(bucket)).distinct().collect()]
+            source._changes[key] = (is_date, found)
+        except AnalysisException as error:
+            condition = error.getCondition()
+            why = f"silver's change data since version {since + 1} is not available ({condition})"
+            source._changes[key] = why
+    return source._changes[key]
 
 
 def _table_id(spark: SparkSession, path: str) -> str:
@@ -288,13 +349,16 @@ def _write(
     table after `read_version`) and the table's version afterwards.
 
     The write's `txnVersion` is the version it would give the table: a second run that
-    read the same version carries the same number and is skipped.
+    read the same version carries the same number and is skipped. Whether it wrote is read
+    back from gold's history, where its commit carries a write id beside `inputs` in
+    `userMetadata` (commits of other runs in between do not count as this one).
     """
     txn_version = 0 if read_version is None else read_version + 1
+    write_id = uuid.uuid4().hex
     writer = (
         rows.write.format("delta")
         .mode("overwrite")
-        .option("userMetadata", json.dumps(inputs, sort_keys=True))
+        .option("userMetadata", json.dumps({**inputs, "write": write_id}, sort_keys=True))
         .option("txnAppId", TXN_APP_ID)
         .option("txnVersion", str(txn_version))
     )
@@ -302,12 +366,16 @@ def _write(
         writer = writer.option("overwriteSchema", "true")
     else:
         writer = writer.option("replaceWhere", replace)
-    # Another run's commit between these two reads would count as this write: `written` is
-    # reported, never relied on.
-    before = table_version(rows.sparkSession, path)
     writer.save(path)
-    after = table_version(rows.sparkSession, path)
-    return after != before, after
+
+    def ours(commit: Row) -> bool:
+        return (_metadata(commit) or {}).get("write") == write_id
+
+    # Usually the last commit is this write, or (skipped) still the version read.
+    history = _history(
+        rows.sparkSession, path, lambda last: ours(last[0]) or last[0]["version"] == read_version
+    )
+    return any(ours(commit) for commit in history), history[0]["version"] if history else None
 
 
 def _json(value: Any) -> Any:

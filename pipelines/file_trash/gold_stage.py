@@ -27,7 +27,7 @@ from pyspark.sql import DataFrame, SparkSession
 from pipelines.file_trash import gold
 from pipelines.file_trash.events import FILE_DELETED_EVENT
 from pipelines.file_trash.topology import file_trash_contract
-from pipelines.refresh import TimeBuckets, refresh_table
+from pipelines.refresh import TimeBuckets, read_source, refresh_table
 from pipelines.silver.schema import silver_schema
 
 DEFAULT_EXPIRING_WITHIN = dt.timedelta(days=7)
@@ -97,16 +97,18 @@ def run_gold(
     """
     event = file_trash_contract().event_type(FILE_DELETED_EVENT)
     day = now.astimezone(dt.UTC).replace(hour=0, minute=0, second=0, microsecond=0)
+    # One silver version for all three tables; its changed days are read once for both
+    # daily tables.
+    source = read_source(spark, paths.file_deleted, silver_schema(event))
     results = {}
     for name, (path, transform, depends, buckets) in _tables(paths, day, expiring_within).items():
         refreshed = refresh_table(
             spark,
-            source_path=paths.file_deleted,
+            source=source,
             path=path,
             compute=transform,
             definition={"table": name, **depends},
             buckets=buckets,
-            source_schema=silver_schema(event),
         )
         rows = spark.read.format("delta").load(path).count()
         results[name] = GoldTable(

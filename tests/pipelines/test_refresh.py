@@ -12,7 +12,7 @@ from pyspark.sql import functions as F
 import pipelines.refresh as refresh
 from pipelines.aggregates import Aggregate, Measure, run_aggregate
 from pipelines.delta_tables import CHANGE_DATA_FEED, delta_path, ensure_table
-from pipelines.refresh import TimeBuckets, last_data_write, refresh_table
+from pipelines.refresh import TimeBuckets, last_data_write, read_source, refresh_table
 
 SCHEMA = "seq long, at timestamp, user string, size long"
 DAYS = TimeBuckets("at", "day", lambda at: F.to_date(at), dt.timedelta(days=1))
@@ -43,7 +43,7 @@ def full(spark, source: str) -> set[tuple]:
 def run(spark, source: str, path: str, **definition):
     return refresh_table(
         spark,
-        source_path=source,
+        source=read_source(spark, source),
         path=path,
         compute=daily,
         definition=definition,
@@ -110,6 +110,41 @@ def test_unchanged_silver_writes_nothing_and_a_new_definition_recomputes_all(
     assert (first.mode, again.mode, again.written) == ("full", "unchanged", False)
     assert again.version == first.version
     assert (redefined.mode, redefined.reason) == ("full", "the definition changed")
+
+
+def test_gold_tables_refreshed_from_one_silver_read_read_its_change_data_once(
+    spark, table_root, silver, monkeypatch
+) -> None:
+    by_user, by_day = str(table_root / "by_user"), str(table_root / "by_day")
+
+    def per_day(rows: DataFrame) -> DataFrame:
+        return rows.groupBy(F.to_date("at").alias("day")).agg(F.count(F.lit(1)).alias("n"))
+
+    def both(source):
+        return [
+            refresh_table(
+                spark, source=source, path=gold, compute=compute, definition={}, buckets=DAYS
+            )
+            for gold, compute in ((by_user, daily), (by_day, per_day))
+        ]
+
+    append(spark, silver, [(1, at(1), "u1", 10)])
+    both(read_source(spark, silver))
+    append(spark, silver, [(2, at(2), "u1", 20), (3, at(1), "u2", 30)])
+    reads = []
+    changed_buckets = refresh._changed_buckets
+    monkeypatch.setattr(
+        refresh, "_changed_buckets", lambda *a: reads.append(a) or changed_buckets(*a)
+    )
+    source = read_source(spark, silver)
+    refreshed = both(source)
+
+    assert [(r.mode, r.buckets, r.written) for r in refreshed] == [("incremental", 2, True)] * 2
+    assert len(reads) == 2 and len(source._changes) == 1  # asked twice, read once
+    assert gold_rows(spark, by_user) == full(spark, silver)
+    assert gold_rows(spark, by_day) == {
+        tuple(r) for r in per_day(spark.read.format("delta").load(silver)).collect()
+    }
 
 
 def test_without_change_data_for_the_versions_since_it_recomputes_in_full(
