@@ -1,0 +1,308 @@
+"""Freshness benchmark (issue 14), part 2: from publish to a row in silver, with the real daemon.
+
+In a temporary data directory: an embedded nats-server with the project's topology
+provisioned, a Dagster instance configured as `make dev`'s (the queued run coordinator, one
+run at a time per ingest), and `dagster-daemon run` on the project's `workspace.yaml`
+(the code location `pipelines.definitions`). The sensors `make dev` users turn on to land
+events are started: the stream sensor of the ingest `file_events` and Dagster's
+`default_automation_condition_sensor`, which runs silver after each bronze
+materialisation (and gold after silver).
+
+Then FileDeletedEvents (`generate_event_mix`, `--bad-share` of them bad) are published at
+`--rate` per second for `--seconds`, each publish's acknowledgement time recorded. Both
+`bronze/file_events` and `silver/file_deleted` are followed by reading their Delta logs as
+commits appear (no Spark: the commit's timestamp and the `msg_id`/`event_id` column of the
+files it adds), so each good event gets the time its row became visible in bronze and in
+silver. It prints the percentiles of publish -> silver (goal: p50 <= 20 s, p95 <= 45 s)
+and how that time splits, per event, at the median:
+
+- publish -> ingest run created (the stream sensor's interval and tick);
+- ingest run created -> started (run queue, launch);
+- ingest run started -> bronze commit (the run process, code location load, Spark start,
+  the ingest);
+- bronze commit -> silver run created (the automation sensor's evaluation);
+- silver run created -> started;
+- silver run started -> silver commit (the run process, Spark start, the silver stage);
+
+and the ingest and silver runs' wall times (the per-run fixed cost at this rate).
+
+    .venv/bin/python bench/freshness.py --rate 100 --seconds 300
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import datetime as dt
+import json
+import os
+import shutil
+import signal
+import statistics
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from urllib.parse import unquote
+
+import pyarrow.parquet as pq
+
+from pipelines.demo import dagster_env, provision
+from pipelines.file_trash.generator import GOOD, generate_event_mix, publish_events
+from pipelines.settings import Settings
+from resources.jetstream import EmbeddedNatsServer, JetStreamResource
+
+REPO = Path(__file__).resolve().parent.parent
+SENSORS = ("file_events_stream_sensor", "default_automation_condition_sensor")
+BRONZE, SILVER = ("bronze", "file_events"), ("silver", "file_deleted")
+
+
+@dataclass
+class DeltaLogFollower:
+    """The first commit time of each key in a Delta table, read from its log as it grows.
+
+    Reads `_delta_log/<version>.json` files in order; for every `add` with `dataChange`, the
+    key column of the Parquet file it adds. Keys map to the commit's timestamp (seconds).
+    """
+
+    table: Path
+    column: str
+    seen: dict[str, float] = field(default_factory=dict)
+    commits: list[tuple[int, float]] = field(default_factory=list)
+    version: int = 0
+
+    def poll(self) -> None:
+        log = self.table / "_delta_log"
+        while (commit := log / f"{self.version:020d}.json").exists():
+            try:
+                actions = [json.loads(line) for line in commit.read_text().splitlines() if line]
+            except ValueError:  # being written: read it on the next poll
+                return
+            at = next(a["commitInfo"]["timestamp"] for a in actions if "commitInfo" in a) / 1000
+            for action in actions:
+                add = action.get("add")
+                if add and add.get("dataChange", True):
+                    keys = pq.read_table(self.table / unquote(add["path"]), columns=[self.column])
+                    for key in keys.column(0).to_pylist():
+                        self.seen.setdefault(key, at)
+            self.commits.append((self.version, at))
+            self.version += 1
+
+
+def start_daemon(env: dict[str, str], log: Path) -> subprocess.Popen:
+    """`dagster-daemon run` on the project's workspace, in a process group of its own."""
+    daemon = Path(sys.executable).parent / "dagster-daemon"
+    with log.open("wb") as out:
+        return subprocess.Popen(
+            [str(daemon), "run", "-w", str(REPO / "workspace.yaml")],
+            cwd=REPO,
+            env=env,
+            stdout=out,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+        )
+
+
+def stop(process: subprocess.Popen) -> None:
+    """Terminates the daemon, then kills what is left of its group (its code server, runs)."""
+    if process.poll() is None:
+        process.terminate()
+        with contextlib.suppress(subprocess.TimeoutExpired):
+            process.wait(timeout=30)
+    with contextlib.suppress(ProcessLookupError):
+        os.killpg(process.pid, signal.SIGKILL)
+
+
+def start_sensors(env: dict[str, str]) -> None:
+    dagster = Path(sys.executable).parent / "dagster"
+    for name in SENSORS:
+        command = [str(dagster), "sensor", "start", "-w", str(REPO / "workspace.yaml"), name]
+        subprocess.run(command, cwd=REPO, env=env, check=True, capture_output=True)
+
+
+def percentiles(values: list[float]) -> dict[str, float | None]:
+    if not values:
+        return {"n": 0, "p50": None, "p95": None, "max": None}
+    ordered = sorted(values)
+    return {
+        "n": len(ordered),
+        "p50": round(statistics.median(ordered), 1),
+        "p95": round(ordered[min(len(ordered) - 1, int(0.95 * len(ordered)))], 1),
+        "max": round(ordered[-1], 1),
+    }
+
+
+def run_times(instance, key: tuple[str, str]) -> list[tuple[float, dict]]:
+    """Each materialisation of `key`: its time and its run's create/start/end times."""
+    from dagster import AssetKey
+
+    found = []
+    records = instance.fetch_materializations(AssetKey(list(key)), limit=10_000).records
+    for record in records:
+        run = instance.get_run_record_by_id(record.run_id)
+        found.append(
+            (
+                record.timestamp,
+                {
+                    "created": run.create_timestamp.timestamp(),
+                    "started": run.start_time,
+                    "ended": run.end_time,
+                },
+            )
+        )
+    return sorted(found, key=lambda item: item[0])
+
+
+def run_of(commit_at: float, materialized: list[tuple[float, dict]]) -> dict | None:
+    """The run whose materialisation came first at or after a commit (its own)."""
+    for at, run in materialized:
+        if at >= commit_at - 0.001:
+            return run
+    return None
+
+
+def main(argv: list[str] | None = None) -> dict[str, object]:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--rate", type=float, default=100.0, help="events per second")
+    parser.add_argument("--seconds", type=int, default=300, help="how long to publish")
+    parser.add_argument("--bad-share", type=float, default=0.05)
+    parser.add_argument("--drain", type=int, default=600, help="seconds to wait afterwards")
+    parser.add_argument("--out", type=Path, default=None, help="results JSON path")
+    parser.add_argument("--keep", action="store_true", help="keep the temp dir")
+    args = parser.parse_args(argv)
+    stamp = dt.datetime.now(dt.UTC).strftime("%Y%m%dT%H%M%SZ")
+    out = args.out or REPO / "bench" / "results" / f"freshness-{stamp}.json"
+    root = Path(tempfile.mkdtemp(prefix="jsl-freshness-"))
+    settings = Settings.from_env({"LAKEHOUSE_DATA_DIR": str(root)})
+    count = int(args.rate * args.seconds)
+    events = generate_event_mix(count, bad_share=args.bad_share, now=dt.datetime.now(dt.UTC))
+    good = [e.msg_id for e in events if e.kind == GOOD]
+    published: dict[str, float] = {}
+    print(f"rate={args.rate}/s for {args.seconds}s ({count} events) temp={root}", flush=True)
+    try:
+        with EmbeddedNatsServer(store_dir=settings.nats_store_dir) as server:
+            with JetStreamResource(servers=server.url).client() as js:
+                print(f"topology: {provision(js)}", flush=True)
+            env = dagster_env(settings, server.url)
+            os.environ["DAGSTER_HOME"] = env["DAGSTER_HOME"]
+            start_sensors(env)
+            daemon = start_daemon(env, root / "daemon.log")
+            lake = Path(settings.lakehouse_root)
+            bronze = DeltaLogFollower(lake.joinpath(*BRONZE), "msg_id")
+            silver = DeltaLogFollower(lake.joinpath(*SILVER), "event_id")
+            stop_following = threading.Event()
+
+            def follow() -> None:
+                while not stop_following.is_set():
+                    bronze.poll()
+                    silver.poll()
+                    stop_following.wait(0.5)
+
+            follower = threading.Thread(target=follow, daemon=True)
+            follower.start()
+            try:
+                started = time.time()
+                with JetStreamResource(servers=server.url).client() as js:
+                    done = 0
+
+                    def acked(total: int) -> None:
+                        nonlocal done
+                        now = time.time()
+                        for event in events[done:total]:
+                            published.setdefault(event.msg_id, now)
+                        done = total
+
+                    publish_events(js, events, rate=args.rate, on_progress=acked)
+                print(f"published in {time.time() - started:.0f}s; waiting for silver", flush=True)
+                deadline = time.time() + args.drain
+                while time.time() < deadline and not all(e in silver.seen for e in good):
+                    time.sleep(2)
+            finally:
+                stop_following.set()
+                follower.join()
+                stop(daemon)
+        from dagster import DagsterInstance
+
+        instance = DagsterInstance.get()
+        bronze_runs, silver_runs = run_times(instance, BRONZE), run_times(instance, SILVER)
+        segments: dict[str, list[float]] = {
+            name: []
+            for name in (
+                "publish_to_silver",
+                "publish_to_bronze",
+                "publish_to_ingest_run_created",
+                "ingest_run_created_to_started",
+                "ingest_run_started_to_bronze_commit",
+                "bronze_commit_to_silver_run_created",
+                "silver_run_created_to_started",
+                "silver_run_started_to_silver_commit",
+            )
+        }
+        for event_id in good:
+            sent, in_bronze, in_silver = (
+                published.get(event_id),
+                bronze.seen.get(event_id),
+                silver.seen.get(event_id),
+            )
+            if sent is None or in_bronze is None or in_silver is None:
+                continue
+            segments["publish_to_silver"].append(in_silver - sent)
+            segments["publish_to_bronze"].append(in_bronze - sent)
+            ingest, refine = run_of(in_bronze, bronze_runs), run_of(in_silver, silver_runs)
+            if ingest and ingest["started"]:
+                segments["publish_to_ingest_run_created"].append(ingest["created"] - sent)
+                segments["ingest_run_created_to_started"].append(
+                    ingest["started"] - ingest["created"]
+                )
+                segments["ingest_run_started_to_bronze_commit"].append(
+                    in_bronze - ingest["started"]
+                )
+            if refine and refine["started"]:
+                segments["bronze_commit_to_silver_run_created"].append(
+                    refine["created"] - in_bronze
+                )
+                segments["silver_run_created_to_started"].append(
+                    refine["started"] - refine["created"]
+                )
+                segments["silver_run_started_to_silver_commit"].append(
+                    in_silver - refine["started"]
+                )
+
+        def durations(runs: list[tuple[float, dict]]) -> dict[str, float | None]:
+            walls = [r["ended"] - r["started"] for _, r in runs if r["started"] and r["ended"]]
+            return percentiles(walls)
+
+        results = {
+            "started": stamp,
+            "rate": args.rate,
+            "seconds": args.seconds,
+            "events": count,
+            "good_events": len(good),
+            "visible_in_silver": sum(1 for e in good if e in silver.seen),
+            "segments_s": {name: percentiles(values) for name, values in segments.items()},
+            "ingest_runs": {"count": len(bronze_runs), "wall_s": durations(bronze_runs)},
+            "silver_runs": {"count": len(silver_runs), "wall_s": durations(silver_runs)},
+            "bronze_commits": len(bronze.commits),
+            "silver_commits": len(silver.commits),
+            "loadavg": os.getloadavg(),
+        }
+        out.parent.mkdir(parents=True, exist_ok=True)
+        out.write_text(json.dumps(results, indent=2))
+    finally:
+        if not args.keep:
+            shutil.rmtree(root, ignore_errors=True)
+    print(f"{results['visible_in_silver']:,} of {len(good):,} good events visible in silver")
+    for name, figures in results["segments_s"].items():
+        print(f"  {name:40s} p50 {figures['p50']}  p95 {figures['p95']}  max {figures['max']}")
+    for kind in ("ingest_runs", "silver_runs"):
+        wall = results[kind]["wall_s"]
+        print(f"  {kind}: {results[kind]['count']}, wall p50 {wall['p50']} s, max {wall['max']} s")
+    print(f"results: {out}")
+    return results
+
+
+if __name__ == "__main__":
+    main()
