@@ -32,12 +32,10 @@ and the ingest and silver runs' wall times (the per-run fixed cost at this rate)
 from __future__ import annotations
 
 import argparse
-import contextlib
 import datetime as dt
 import json
 import os
 import shutil
-import signal
 import statistics
 import subprocess
 import sys
@@ -53,6 +51,7 @@ import pyarrow.parquet as pq
 from pipelines.demo import dagster_env, provision
 from pipelines.file_trash.generator import GOOD, generate_event_mix, publish_events
 from pipelines.settings import Settings
+from pipelines.supervise import stop_group
 from resources.jetstream import EmbeddedNatsServer, JetStreamResource
 
 REPO = Path(__file__).resolve().parent.parent
@@ -104,16 +103,6 @@ def start_daemon(env: dict[str, str], log: Path) -> subprocess.Popen:
             stderr=subprocess.STDOUT,
             start_new_session=True,
         )
-
-
-def stop(process: subprocess.Popen) -> None:
-    """Terminates the daemon, then kills what is left of its group (its code server, runs)."""
-    if process.poll() is None:
-        process.terminate()
-        with contextlib.suppress(subprocess.TimeoutExpired):
-            process.wait(timeout=30)
-    with contextlib.suppress(ProcessLookupError):
-        os.killpg(process.pid, signal.SIGKILL)
 
 
 def start_sensors(env: dict[str, str]) -> None:
@@ -223,7 +212,7 @@ def main(argv: list[str] | None = None) -> dict[str, object]:
             finally:
                 stop_following.set()
                 follower.join()
-                stop(daemon)
+                stop_group(daemon)
         from dagster import DagsterInstance
 
         instance = DagsterInstance.get()

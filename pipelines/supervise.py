@@ -33,6 +33,20 @@ def signal_group(pgid: int, signum: int) -> None:
         os.killpg(pgid, signum)
 
 
+def stop_group(process: subprocess.Popen, grace: float = 30.0) -> None:
+    """Stops a command started in a process group of its own (`start_new_session=True`):
+    SIGTERM, up to `grace` seconds to exit (then SIGKILL), then SIGKILL to what is left of
+    its group (a daemon's code server, its runs)."""
+    if process.poll() is None:
+        process.terminate()
+        try:
+            process.wait(timeout=grace)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            process.wait(timeout=TERM_GRACE)
+    signal_group(process.pid, signal.SIGKILL)
+
+
 def live_processes(pgid: int, known: Mapping[int, psutil.Process]) -> list[psutil.Process]:
     """The live processes of group `pgid`, plus the `known` descendants still running."""
     found: dict[int, psutil.Process] = {}

@@ -19,7 +19,7 @@ from pathlib import Path
 
 import psutil
 
-from pipelines.supervise import Supervisor
+from pipelines.supervise import Supervisor, stop_group
 from tests.ui import Webserver
 from tests.ui.conftest import WEBSERVER_START_TIMEOUT, free_port, subprocess_env
 
@@ -167,3 +167,26 @@ def test_a_command_stops_on_ctrl_c_even_when_jsl_dev_was_started_ignoring_it(tmp
         "SIGINT: stopping python and what it started (up to 60s, then SIGTERM and SIGKILL; "
         "signal again to hurry)"
     ]
+
+
+def test_stop_group_ends_a_command_that_ignores_sigterm_and_what_it_started():
+    # A daemon's stand-in: it ignores SIGTERM and has a child in its group (as the daemon's
+    # code server and runs are): SIGKILL after the grace period, then to the group.
+    command = subprocess.Popen(
+        ["sh", "-c", 'trap "" TERM; sleep 300 & sleep 300'], start_new_session=True
+    )
+    time.sleep(0.5)
+    group = [p for p in psutil.process_iter() if _in_group(p, command.pid)]
+
+    stop_group(command, grace=1.0)
+
+    assert command.returncode == -signal.SIGKILL
+    assert len(group) >= 2  # the shell and at least one sleep
+    _, alive = psutil.wait_procs(group, timeout=10)  # a SIGKILL lands asynchronously
+    assert not alive
+
+
+def _in_group(process: psutil.Process, pgid: int) -> bool:
+    with contextlib.suppress(psutil.Error, OSError):
+        return os.getpgid(process.pid) == pgid
+    return False

@@ -5,10 +5,8 @@ the `jsl/ingest` tag limit, the default run launcher) with the code location
 `tests/sensors/daemon_location.py` pointed at the session's nats-server.
 """
 
-import contextlib
 import itertools
 import os
-import signal
 import subprocess
 import sys
 import textwrap
@@ -17,6 +15,7 @@ from pathlib import Path
 
 from dagster import DagsterInstance, DagsterRunStatus, RunsFilter
 
+from pipelines.supervise import stop_group
 from tests.pipelines.ingest.harness import publish_events
 
 PROJECT = Path(__file__).resolve().parents[2]
@@ -62,19 +61,6 @@ def start_daemon(home: Path, env: dict[str, str], log: Path) -> subprocess.Popen
         )
 
 
-def stop(process: subprocess.Popen) -> None:
-    """Terminates the daemon, then kills what is left of its process group."""
-    if process.poll() is None:
-        process.terminate()
-        try:
-            process.wait(timeout=30)
-        except subprocess.TimeoutExpired:
-            process.kill()
-            process.wait(timeout=10)
-    with contextlib.suppress(ProcessLookupError):  # the group of this test's daemon only
-        os.killpg(process.pid, signal.SIGKILL)
-
-
 def test_daemon_sensor_launches_runs_that_land_newly_published_messages(
     js, spark, ingest, nats_server, tmp_path
 ):
@@ -98,7 +84,7 @@ def test_daemon_sensor_launches_runs_that_land_newly_published_messages(
         with DagsterInstance.from_config(str(home)) as instance:
             runs = wait_for_runs(instance, daemon, log, spark, ingest, table_root, published)
     finally:
-        stop(daemon)
+        stop_group(daemon)
 
     # The sensor may have ticked while the batch was being published: then two runs took it.
     ranges = sorted(tuple(map(int, r.tags["jsl/range"].split("-"))) for r in runs)
