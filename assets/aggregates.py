@@ -32,7 +32,7 @@ def build_aggregate_asset(
             stops it).
         source_table: the silver table, relative to the lakehouse root.
         group_name: the asset's group.
-        automation_condition: its condition (e.g. `EAGER_AFTER_CHECKS`); None: only runs
+        automation_condition: its condition (e.g. `AFTER_UPSTREAM_CHECKS`); None: only runs
             someone launches.
 
     Returns:

@@ -96,8 +96,8 @@ def build_contract_silver_asset(
         artifacts_bucket: the Object Store bucket for each batch's validation results,
             reports and run manifest; None stores none. A missing bucket is logged as a
             warning (the batch is in its tables by then), not an error.
-        automation_condition: every silver table's condition (e.g. eager, to follow each
-            bronze materialisation); None: only runs someone launches.
+        automation_condition: every silver table's condition (e.g. `AFTER_UPSTREAM_COMMITS`,
+            to follow each bronze commit); None: only runs someone launches.
 
     Returns:
         The multi-asset `silver_<stream lower>` (resources jetstream, spark, lakehouse,

@@ -9,7 +9,7 @@ from dagster import (
     asset,
 )
 
-from assets.automation import EAGER_AFTER_CHECKS
+from assets.automation import AFTER_UPSTREAM_CHECKS
 from assets.gold import SILVER_FILE_DELETED_KEY
 from pipelines.file_trash import tables
 from pipelines.file_trash.downstream import publish_trashed
@@ -29,7 +29,7 @@ from resources.spark import SparkResource
     description=f"FilePlacedInTrashEvents on {FILE_TRASHED_SUBJECT!r} (stream "
     f"{FILE_EVENTS.name}), one per newly trashed file, msg-id derived from the source event.",
     metadata={"subject": FILE_TRASHED_SUBJECT, "stream": FILE_EVENTS.name},
-    automation_condition=EAGER_AFTER_CHECKS,
+    automation_condition=AFTER_UPSTREAM_CHECKS,
 )
 def file_trashed_events(
     context: AssetExecutionContext,

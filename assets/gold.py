@@ -13,7 +13,7 @@ from dagster import (
 )
 from pydantic import Field
 
-from assets.automation import EAGER_AFTER_CHECKS
+from assets.automation import AFTER_UPSTREAM_CHECKS
 from pipelines.file_trash import tables
 from pipelines.file_trash.gold_stage import GoldPaths, run_gold
 from pipelines.refresh import refresh_summary
@@ -51,7 +51,7 @@ class GoldConfig(Config):
             description=DESCRIPTIONS[name],
             group_name="gold",
             kinds={"spark", "delta"},
-            automation_condition=EAGER_AFTER_CHECKS,
+            automation_condition=AFTER_UPSTREAM_CHECKS,
             metadata={TABLE_METADATA_KEY: "/".join(key.path)},
         )
         for name, key in GOLD_KEYS.items()

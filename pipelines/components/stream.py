@@ -35,7 +35,6 @@ from typing import Any
 from dagster import (
     AssetKey,
     AssetsDefinition,
-    AutomationCondition,
     ComponentLoadContext,
     Definitions,
     Model,
@@ -47,7 +46,7 @@ from dagster.components.scaffold.scaffold import scaffold_with
 from pydantic import Field
 
 from assets.aggregates import build_aggregate_asset
-from assets.automation import EAGER_AFTER_CHECKS
+from assets.automation import AFTER_UPSTREAM_CHECKS, AFTER_UPSTREAM_COMMITS
 from assets.bronze import bronze_asset_key
 from assets.contract_silver import build_contract_silver_asset
 from pipelines.artifacts import ARTIFACTS_BUCKET, ARTIFACTS_DESCRIPTION
@@ -128,7 +127,8 @@ class JetStreamStream(Component, Model, Resolvable):
     automate: bool = Field(
         default=True,
         description="Declarative automation: silver follows each materialisation of its bronze "
-        "table (eager) and the aggregates follow silver once its blocking checks passed; false: "
+        "table and the aggregates follow silver once its blocking checks passed "
+        "(assets/automation.py); false: "
         "they run only when launched (a job, a schedule, `dg launch`).",
     )
     check_mostly: float = Field(
@@ -282,7 +282,7 @@ class JetStreamStream(Component, Model, Resolvable):
                     aggregate,
                     source_key=AssetKey(event.table.split("/")),
                     source_table=event.table,
-                    automation_condition=EAGER_AFTER_CHECKS if self.automate else None,
+                    automation_condition=AFTER_UPSTREAM_CHECKS if self.automate else None,
                 )
             )
         return assets
@@ -314,7 +314,7 @@ class JetStreamStream(Component, Model, Resolvable):
             quarantine=quarantine,
             mostly=self.check_mostly,
             artifacts_bucket=self.artifacts_bucket,
-            automation_condition=AutomationCondition.eager() if self.automate else None,
+            automation_condition=AFTER_UPSTREAM_COMMITS if self.automate else None,
         )
 
 

@@ -14,6 +14,9 @@ from dagster import (
     AssetMaterialization,
     evaluate_automation_conditions,
 )
+from dagster._core.events import DagsterEvent, DagsterEventType
+from dagster._core.execution.api import create_execution_plan
+from dagster._core.storage.dagster_run import DagsterRunStatus
 
 from assets.downstream import file_trashed_events
 from assets.gold import GOLD_KEYS
@@ -86,3 +89,91 @@ def test_a_failed_critical_check_on_silver_keeps_gold_and_the_events_waiting(dag
         defs=defs, instance=dagster_instance, cursor=result.cursor
     )
     assert requested(result) >= GOLD
+
+
+def in_progress(instance, *keys: AssetKey):
+    """A run of `keys` that has started and not finished (what the daemon's runs look like to
+    the automation sensor meanwhile)."""
+    job = defs.resolve_implicit_global_asset_job_def().get_subset(asset_selection=set(keys))
+    return instance.create_run_for_job(
+        job_def=job,
+        execution_plan=create_execution_plan(job),
+        asset_selection=frozenset(keys),
+        status=DagsterRunStatus.STARTED,
+    )
+
+
+def finished(instance, run, *keys: AssetKey) -> None:
+    """`run` materialised `keys` and succeeded."""
+    materialized(instance, *keys)
+    instance.report_dagster_event(
+        DagsterEvent(DagsterEventType.RUN_SUCCESS.value, job_name=run.job_name), run.run_id
+    )
+
+
+class Ticks:
+    """The automation sensor's evaluations, one after another, on one instance."""
+
+    def __init__(self, instance):
+        self.instance, self.cursor = instance, None
+
+    def __call__(self) -> set[AssetKey]:
+        result = evaluate_automation_conditions(
+            defs=defs, instance=self.instance, cursor=self.cursor
+        )
+        self.cursor = result.cursor
+        return requested(result)
+
+
+def test_silver_starts_while_the_next_ingest_run_is_in_progress(dagster_instance):
+    # A steady stream keeps an ingest run going almost all the time; silver reads only
+    # bronze's committed versions, so it need not wait for bronze to be idle.
+    tick = Ticks(dagster_instance)
+    tick()
+    materialized(dagster_instance, BRONZE)
+    in_progress(dagster_instance, BRONZE)
+    assert tick() >= SILVER
+
+
+def test_a_bronze_commit_during_a_silver_run_is_not_left_waiting_for_the_next_one(
+    dagster_instance,
+):
+    tick = Ticks(dagster_instance)
+    tick()
+    materialized(dagster_instance, BRONZE)
+    assert tick() >= SILVER
+    silver = in_progress(dagster_instance, *SILVER)
+    materialized(dagster_instance, BRONZE)  # committed after silver's run read bronze
+    assert not tick() & SILVER  # one silver run at a time
+    finished(dagster_instance, silver, *SILVER)
+    checked(dagster_instance)
+    # Silver goes again for the commit its run may not have read, with no new bronze commit.
+    assert tick() >= SILVER
+    assert not tick() & SILVER  # and only once
+
+
+def test_a_bronze_commit_between_silver_requested_and_started_is_not_lost(dagster_instance):
+    tick = Ticks(dagster_instance)
+    tick()
+    materialized(dagster_instance, BRONZE)
+    assert tick() >= SILVER
+    silver = in_progress(dagster_instance, *SILVER)
+    materialized(dagster_instance, BRONZE)  # seen on the same tick as silver's request
+    tick()
+    finished(dagster_instance, silver, *SILVER)
+    checked(dagster_instance)
+    assert tick() >= SILVER
+
+
+def test_a_silver_commit_during_a_gold_run_brings_gold_back_once_checked(dagster_instance):
+    tick = Ticks(dagster_instance)
+    tick()
+    materialized(dagster_instance, *SILVER)
+    checked(dagster_instance)
+    assert tick() >= GOLD
+    gold = in_progress(dagster_instance, *GOLD)
+    materialized(dagster_instance, *SILVER)  # committed after gold's run read silver
+    assert not tick() & GOLD  # its checks have not run, and gold is in progress
+    checked(dagster_instance)
+    finished(dagster_instance, gold, *GOLD)
+    assert tick() >= GOLD

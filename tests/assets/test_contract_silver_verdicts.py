@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from dagster import AssetKey, AutomationCondition, ComponentTree
 
-from assets.automation import EAGER_AFTER_CHECKS
+from assets.automation import AFTER_UPSTREAM_CHECKS, AFTER_UPSTREAM_COMMITS
 from assets.contract_silver import _check_results
 from pipelines.components.stream import JetStreamStream
 from pipelines.contract import read_contract
@@ -110,8 +110,8 @@ def test_silver_follows_bronze_and_aggregates_follow_silver_unless_automate_is_f
         }
 
     automated = conditions()
-    assert automated.pop("gold/daily_orders") == EAGER_AFTER_CHECKS
+    assert automated.pop("gold/daily_orders") == AFTER_UPSTREAM_CHECKS
     assert set(automated) == {"silver/orders_placed", "silver/orders_shipped", "quarantine/orders"}
-    assert all(c == AutomationCondition.eager() for c in automated.values())
+    assert all(c == AFTER_UPSTREAM_COMMITS for c in automated.values())
 
     assert set(conditions(automate=False).values()) == {None}
