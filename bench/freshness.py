@@ -24,7 +24,14 @@ and how that time splits, per event, at the median:
 - silver run created -> started;
 - silver run started -> silver commit (the run process, Spark start, the silver stage);
 
-and the ingest and silver runs' wall times (the per-run fixed cost at this rate).
+and the ingest and silver runs' wall times (the per-run fixed cost at this rate), with the
+split of each run from its event log: queued, launch and code location load, resources, each
+step. `--trace` prints the last ingest and silver runs' event logs. At the end, the benchmark
+waits for the run that made silver's last commit to finish before it stops the daemon.
+
+A single 1,000-message run (the per-run fixed cost):
+
+    .venv/bin/python bench/freshness.py --rate 1000 --seconds 1 --trace
 
     .venv/bin/python bench/freshness.py --rate 100 --seconds 300
 """
@@ -139,10 +146,85 @@ def run_times(instance, key: tuple[str, str]) -> list[tuple[float, dict]]:
                     "created": run.create_timestamp.timestamp(),
                     "started": run.start_time,
                     "ended": run.end_time,
+                    "run_id": record.run_id,
                 },
             )
         )
     return sorted(found, key=lambda item: item[0])
+
+
+def run_phases(instance, run_id: str) -> dict[str, float]:
+    """Where one run's time went, from its event log: `queued` (created -> dequeued),
+    `launch_and_load` (dequeued -> started: a new process imports the code location),
+    `resources` (started -> first step: the run's resources), one entry per step (its
+    STEP_START -> STEP_SUCCESS, Spark's start-up inside the first step that asks for a
+    session), and `finish` (last step -> run ended)."""
+    from dagster import DagsterEventType
+
+    run = instance.get_run_record_by_id(run_id)
+    first: dict[str, float] = {}
+    steps: dict[str, float] = {}
+    for entry in instance.all_logs(run_id):
+        event = entry.dagster_event
+        if event is None:
+            continue
+        first.setdefault(event.event_type_value, entry.timestamp)
+        if event.event_type == DagsterEventType.STEP_START:
+            steps[event.step_key] = -entry.timestamp
+        elif event.event_type == DagsterEventType.STEP_SUCCESS and event.step_key in steps:
+            steps[event.step_key] += entry.timestamp
+            first["last_step_end"] = entry.timestamp
+    phases: dict[str, float] = {}
+    dequeued = first.get(DagsterEventType.RUN_DEQUEUED.value)
+    starting = first.get(DagsterEventType.RUN_STARTING.value, dequeued)
+    started = first.get(DagsterEventType.RUN_START.value)
+    step_start = first.get(DagsterEventType.STEP_START.value)
+    if starting:
+        phases["queued"] = starting - run.create_timestamp.timestamp()
+    if starting and started:
+        phases["launch_and_load"] = started - starting
+    if started and step_start:
+        phases["resources"] = step_start - started
+    phases.update({f"step {key}": took for key, took in steps.items() if took > 0})
+    if run.end_time and "last_step_end" in first:
+        phases["finish"] = run.end_time - first["last_step_end"]
+    return phases
+
+
+def phase_percentiles(instance, run_ids: list[str]) -> dict[str, dict[str, float | None]]:
+    """`run_phases` of several runs, as percentiles per phase."""
+    collected: dict[str, list[float]] = {}
+    for run_id in run_ids:
+        for name, took in run_phases(instance, run_id).items():
+            collected.setdefault(name, []).append(took)
+    return {name: percentiles(values) for name, values in collected.items()}
+
+
+def recorded(table: DeltaLogFollower) -> bool:
+    """Whether a materialisation of silver is recorded at or after its last commit."""
+    from dagster import DagsterInstance
+
+    if not table.commits:
+        return False
+    materialized = run_times(DagsterInstance.get(), SILVER)
+    return (
+        bool(materialized)
+        and materialized[-1][0] >= table.commits[-1][1] - 0.001
+        and materialized[-1][1]["ended"] is not None
+    )
+
+
+def print_log(instance, run_id: str) -> None:
+    """One run's event log, each entry's seconds since the run started (`--trace`)."""
+    entries = instance.all_logs(run_id)
+    if not entries:
+        return
+    origin = entries[0].timestamp
+    for entry in entries:
+        event = entry.dagster_event
+        what = event.event_type_value if event else ""
+        text = (entry.user_message or "").splitlines()[0][:100] if entry.user_message else ""
+        print(f"    {entry.timestamp - origin:7.1f} {entry.step_key or '':32s} {what:24s} {text}")
 
 
 def run_of(commit_at: float, materialized: list[tuple[float, dict]]) -> dict | None:
@@ -161,6 +243,9 @@ def main(argv: list[str] | None = None) -> dict[str, object]:
     parser.add_argument("--drain", type=int, default=600, help="seconds to wait afterwards")
     parser.add_argument("--out", type=Path, default=None, help="results JSON path")
     parser.add_argument("--keep", action="store_true", help="keep the temp dir")
+    parser.add_argument(
+        "--trace", action="store_true", help="print the last ingest and silver runs' event logs"
+    )
     args = parser.parse_args(argv)
     stamp = dt.datetime.now(dt.UTC).strftime("%Y%m%dT%H%M%SZ")
     out = args.out or REPO / "bench" / "results" / f"freshness-{stamp}.json"
@@ -208,6 +293,10 @@ def main(argv: list[str] | None = None) -> dict[str, object]:
                 print(f"published in {time.time() - started:.0f}s; waiting for silver", flush=True)
                 deadline = time.time() + args.drain
                 while time.time() < deadline and not all(e in silver.seen for e in good):
+                    time.sleep(2)
+                # The run that committed the last rows records its materialisation after the
+                # commit: let it finish before the daemon (and its runs) stop.
+                while time.time() < deadline and not recorded(silver):
                     time.sleep(2)
             finally:
                 stop_following.set()
@@ -272,12 +361,25 @@ def main(argv: list[str] | None = None) -> dict[str, object]:
             "good_events": len(good),
             "visible_in_silver": sum(1 for e in good if e in silver.seen),
             "segments_s": {name: percentiles(values) for name, values in segments.items()},
-            "ingest_runs": {"count": len(bronze_runs), "wall_s": durations(bronze_runs)},
-            "silver_runs": {"count": len(silver_runs), "wall_s": durations(silver_runs)},
+            "ingest_runs": {
+                "count": len(bronze_runs),
+                "wall_s": durations(bronze_runs),
+                "phases_s": phase_percentiles(instance, [r["run_id"] for _, r in bronze_runs]),
+            },
+            "silver_runs": {
+                "count": len(silver_runs),
+                "wall_s": durations(silver_runs),
+                "phases_s": phase_percentiles(instance, [r["run_id"] for _, r in silver_runs]),
+            },
             "bronze_commits": len(bronze.commits),
             "silver_commits": len(silver.commits),
             "loadavg": os.getloadavg(),
         }
+        if args.trace:
+            for kind, runs in (("ingest", bronze_runs), ("silver", silver_runs)):
+                if runs:
+                    print(f"last {kind} run's event log:")
+                    print_log(instance, runs[-1][1]["run_id"])
         out.parent.mkdir(parents=True, exist_ok=True)
         out.write_text(json.dumps(results, indent=2))
     finally:
@@ -289,6 +391,8 @@ def main(argv: list[str] | None = None) -> dict[str, object]:
     for kind in ("ingest_runs", "silver_runs"):
         wall = results[kind]["wall_s"]
         print(f"  {kind}: {results[kind]['count']}, wall p50 {wall['p50']} s, max {wall['max']} s")
+        for phase, figures in results[kind]["phases_s"].items():
+            print(f"    {phase:38s} p50 {figures['p50']}  max {figures['max']}")
     print(f"results: {out}")
     return results
 
