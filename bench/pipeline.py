@@ -23,7 +23,14 @@ its Python workers) and Spark's SQL metrics (files and bytes its scans read, Del
 included), then the ratio cost(H max) / cost(H 0) of each stage is printed (goal: <= 1.3).
 A warm-up round (H = 0, not reported) runs first, so that H = 0 does not pay for the JIT.
 
-    .venv/bin/python bench/pipeline.py --history 0,1000000
+Then, once this benchmark's Spark session has stopped, part 2 runs in the same process:
+`bench/freshness.py` at `--freshness RATE:SECONDS` (default 100 events/s for 300 s; `off`
+skips it), the real daemon landing a steady trickle in silver. The last lines printed are
+the goals side by side: each stage's cost ratio (<= 1.3) and publish -> silver p50 (<= 20 s)
+and p95 (<= 45 s).
+
+    .venv/bin/python bench/pipeline.py
+    .venv/bin/python bench/pipeline.py --history 0,1000000 --freshness off
     .venv/bin/python bench/pipeline.py --history 0,100000 --batch 20000 --out /tmp/p.json
 """
 
@@ -40,6 +47,7 @@ import time
 import urllib.request
 from pathlib import Path
 
+import freshness
 import pyarrow as pa
 from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
@@ -505,6 +513,38 @@ def print_table(results: dict) -> None:
             )
 
 
+def freshness_arguments(value: str) -> list[str] | None:
+    """`--freshness RATE:SECONDS` as `bench/freshness.py` arguments; None for `off`."""
+    if value == "off":
+        return None
+    rate, _, seconds = value.partition(":")
+    try:
+        if float(rate) <= 0 or int(seconds) <= 0:
+            raise ValueError
+    except ValueError:
+        raise argparse.ArgumentTypeError(
+            f"--freshness {value!r}: expected RATE:SECONDS (events/s and seconds, e.g. 100:300)"
+            " or off"
+        ) from None
+    return ["--rate", rate, "--seconds", seconds]
+
+
+def print_goals(results: dict) -> None:
+    """Issue 14's goals beside the figures of this run."""
+    print()
+    print("goals (issue 14):")
+    for name, r in results.get("ratios", {}).items():
+        verdict = "met" if r["wall_s"] is not None and r["wall_s"] <= 1.3 else "missed"
+        print(f"  cost ratio {name:<14} wall {r['wall_s']} (goal <= 1.3): {verdict}")
+    fresh = results.get("freshness")
+    if fresh:
+        silver = fresh["segments_s"]["publish_to_silver"]
+        for key, goal in (("p50", 20), ("p95", 45)):
+            value = silver[key]
+            verdict = "met" if value is not None and value <= goal else "missed"
+            print(f"  publish -> silver {key} {value} s (goal <= {goal} s): {verdict}")
+
+
 def git_commit() -> str:
     return subprocess.run(
         ["git", "-C", str(REPO), "describe", "--always", "--dirty"], capture_output=True, text=True
@@ -521,6 +561,12 @@ def main(argv: list[str] | None = None) -> dict[str, object]:
     parser.add_argument("--warmup-batch", type=int, default=0, help="warm-up batch (--batch)")
     parser.add_argument("--out", type=Path, default=None, help="results JSON path")
     parser.add_argument("--keep", action="store_true", help="keep the temp dir (tables)")
+    parser.add_argument(
+        "--freshness",
+        type=freshness_arguments,
+        default="100:300",
+        help="part 2, bench/freshness.py: RATE:SECONDS of the steady publish, or off",
+    )
     args = parser.parse_args(argv)
     histories = sorted(int(h) for h in args.history.split(","))
     if any(h < 0 for h in histories) or args.batch < 1000:
@@ -567,6 +613,11 @@ def main(argv: list[str] | None = None) -> dict[str, object]:
         if not args.keep:
             shutil.rmtree(root, ignore_errors=True)
     print_table(results)
+    if args.freshness:
+        print(f"\nfreshness: bench/freshness.py {' '.join(args.freshness)}", flush=True)
+        results["freshness"] = freshness.main(args.freshness)
+        out.write_text(json.dumps(results, indent=2, default=str))
+    print_goals(results)
     print(f"results: {out}")
     return results
 
