@@ -24,7 +24,8 @@ and how that time splits, per event, at the median:
 - silver run created -> started;
 - silver run started -> silver commit (the run process, Spark start, the silver stage);
 
-and the ingest and silver runs' wall times (the per-run fixed cost at this rate), with the
+and the ingest and silver runs' wall times (the per-run fixed cost at this rate; a silver
+run also carries any downstream step the automation sensor requested with it), with the
 split of each run from its event log: queued, launch and code location load, resources, each
 step. `--trace` prints the last ingest and silver runs' event logs. At the end, the benchmark
 waits for the run that made silver's last commit to finish before it stops the daemon.
@@ -154,8 +155,9 @@ def run_times(instance, key: tuple[str, str]) -> list[tuple[float, dict]]:
 
 
 def run_phases(instance, run_id: str) -> dict[str, float]:
-    """Where one run's time went, from its event log: `queued` (created -> dequeued),
-    `launch_and_load` (dequeued -> started: a new process imports the code location),
+    """Where one run's time went, from its event log: `queued` (created -> handed to the
+    launcher: the queue), `launch_and_load` (-> started: a new process imports the code
+    location),
     `resources` (started -> first step: the run's resources), one entry per step (its
     STEP_START -> STEP_SUCCESS, Spark's start-up inside the first step that asks for a
     session), and `finish` (last step -> run ended)."""
