@@ -14,8 +14,9 @@ the ingest's reader tasks split them) through the ingest's own commit
 - `plain, then OPTIMIZE`: the plain table after the maintenance job's compaction
   (`pipelines.delta_tables.optimize`), run once at the end.
 
-For each it prints the files in the current version, the files on disk (what VACUUM would
-leave is the former), the commits in the log, the wall time per commit (median and p95: it
+For each it prints the files in the current version, the data files on disk (all of them
+stay until VACUUM deletes those no version within its retention needs), the commits in the
+log, the wall time per commit (median and p95: it
 includes any compaction the commit triggered) and the time of two reads at the end, a
 `count()` and a one-seq lookup, each the median of three.
 
