@@ -202,17 +202,18 @@ def phase_percentiles(instance, run_ids: list[str]) -> dict[str, dict[str, float
     return {name: percentiles(values) for name, values in collected.items()}
 
 
-def recorded(table: DeltaLogFollower) -> bool:
-    """Whether a materialisation of silver is recorded at or after its last commit."""
-    from dagster import DagsterInstance
+def recorded(instance, table: DeltaLogFollower) -> bool:
+    """Whether silver's latest materialisation is at or after its last commit, and the run
+    that recorded it has ended."""
+    from dagster import AssetKey
 
     if not table.commits:
         return False
-    materialized = run_times(DagsterInstance.get(), SILVER)
+    latest = instance.fetch_materializations(AssetKey(list(SILVER)), limit=1).records
     return (
-        bool(materialized)
-        and materialized[-1][0] >= table.commits[-1][1] - 0.001
-        and materialized[-1][1]["ended"] is not None
+        bool(latest)
+        and latest[0].timestamp >= table.commits[-1][1] - 0.001
+        and instance.get_run_record_by_id(latest[0].run_id).end_time is not None
     )
 
 
@@ -264,6 +265,9 @@ def main(argv: list[str] | None = None) -> dict[str, object]:
                 print(f"topology: {provision(js)}", flush=True)
             env = dagster_env(settings, server.url)
             os.environ["DAGSTER_HOME"] = env["DAGSTER_HOME"]
+            from dagster import DagsterInstance
+
+            instance = DagsterInstance.get()
             start_sensors(env)
             daemon = start_daemon(env, root / "daemon.log")
             lake = Path(settings.lakehouse_root)
@@ -298,15 +302,12 @@ def main(argv: list[str] | None = None) -> dict[str, object]:
                     time.sleep(2)
                 # The run that committed the last rows records its materialisation after the
                 # commit: let it finish before the daemon (and its runs) stop.
-                while time.time() < deadline and not recorded(silver):
+                while time.time() < deadline and not recorded(instance, silver):
                     time.sleep(2)
             finally:
                 stop_following.set()
                 follower.join()
                 stop_group(daemon)
-        from dagster import DagsterInstance
-
-        instance = DagsterInstance.get()
         bronze_runs, silver_runs = run_times(instance, BRONZE), run_times(instance, SILVER)
         segments: dict[str, list[float]] = {
             name: []
