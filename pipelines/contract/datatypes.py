@@ -14,12 +14,9 @@ from __future__ import annotations
 import enum
 import re
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import Protocol
 
 from pipelines.contract.errors import ContractError
-
-if TYPE_CHECKING:
-    from pipelines.contract.model import Field
 
 MAX_DECIMAL_PRECISION = 38  # Spark's DecimalType limit
 
@@ -64,6 +61,25 @@ _TYPE_HELP = (
 )
 
 
+class StructMember(Protocol):
+    """A member of a struct type, as the type sees it: the column it lands in and its type.
+
+    The contract's members are `pipelines.contract.fields.Field`s, which also carry a JSON
+    path, constraints and a description; a type needs only these two (for `spark_sql`), so
+    this module does not depend on `fields`, which builds on it.
+    """
+
+    @property
+    def column(self) -> str:
+        """The member's column inside the struct."""
+        ...
+
+    @property
+    def type(self) -> FieldType:
+        """The member's type."""
+        ...
+
+
 @dataclass(frozen=True)
 class FieldType:
     """The type of a field (and of its column).
@@ -74,7 +90,7 @@ class FieldType:
         scale: digits after the point (decimal only, 0-precision).
         encoding: how the JSON writes it (timestamp only).
         element: the element type (array) or value type (map).
-        fields: the fields of a struct, each `path` relative to the struct.
+        fields: the fields of a struct (`Field`s), each `path` relative to the struct.
     """
 
     kind: TypeKind
@@ -82,7 +98,7 @@ class FieldType:
     scale: int | None = None
     encoding: TimestampEncoding | None = None
     element: FieldType | None = None
-    fields: tuple[Field, ...] = ()
+    fields: tuple[StructMember, ...] = ()
 
     def __post_init__(self) -> None:
         kind = TypeKind(self.kind)
@@ -163,7 +179,7 @@ _CALL = re.compile(r"^([a-z_]+)\s*\((.*)\)$")
 _GENERIC = re.compile(r"^(array|map)\s*<(.*)>$")
 
 
-def parse_type(text: str, *, fields: tuple[Field, ...] = ()) -> FieldType:
+def parse_type(text: str, *, fields: tuple[StructMember, ...] = ()) -> FieldType:
     """Reads a type written as text.
 
     Args:
@@ -186,7 +202,7 @@ def parse_type(text: str, *, fields: tuple[Field, ...] = ()) -> FieldType:
     return result
 
 
-def _parse(text: str, fields: tuple[Field, ...]) -> FieldType:
+def _parse(text: str, fields: tuple[StructMember, ...]) -> FieldType:
     if not isinstance(text, str):
         raise ContractError(f"a type is text such as 'long', got {text!r}; use {_TYPE_HELP}")
     spec = text.strip().lower()

@@ -4,7 +4,9 @@ A `Contract` has an `Envelope` (the JSON paths of the event-type discriminator, 
 and the event time, each optional) and one `EventType` per kind of message: its silver table,
 its subjects, its `Field`s (JSON path -> typed column, with constraints), its derived columns
 (Spark SQL expressions, kept as text) and what to do with fields it does not declare. Its
-`rules` are derived from all of that (see `pipelines.contract.rules`).
+`rules` are derived from all of that (see `pipelines.contract.rules`). The parts are defined
+next to this module (`event_types`, `fields`, `datatypes`, `constraints`); this one puts
+them together and checks them against each other.
 
 Every object checks itself when built and raises `ContractError` with a path relative to
 itself; the readers put their position in front (`pipelines.contract.errors.located`).
@@ -13,22 +15,21 @@ Column names are compared case-insensitively, as Spark resolves them.
 
 from __future__ import annotations
 
-import enum
-import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 from pipelines.contract.constraints import Severity
-from pipelines.contract.datatypes import FieldType, TypeKind
-from pipelines.contract.errors import ContractError, PathPart
+from pipelines.contract.datatypes import TypeKind
+from pipelines.contract.errors import ContractError
+from pipelines.contract.event_types import Envelope, EventType, UnknownFields
 from pipelines.contract.fields import (
     RESERVED_COLUMNS,
     UNKNOWN_FIELDS_COLUMN,
     DerivedColumn,
     Field,
-    check_unique_columns,
     snake_case,
 )
+from pipelines.contract.rules import BUILTIN_RULES, Rule, derive_rules
 
 __all__ = [
     "RESERVED_COLUMNS",
@@ -42,121 +43,6 @@ __all__ = [
     "snake_case",
 ]
 
-_TABLE = re.compile(r"^[A-Za-z0-9_]+(/[A-Za-z0-9_]+)*$")
-_SUBJECT_TOKEN = re.compile(r"^[^\s.*>]+$")
-
-
-class UnknownFields(enum.StrEnum):
-    """What to do with message fields the event type does not declare."""
-
-    KEEP = "keep"  # keep them, as JSON text, in a map<string,string> column `unknown_fields`
-    IGNORE = "ignore"  # drop them silently
-    REJECT = "reject"  # quarantine the row (rule `no_unknown_fields`)
-
-
-@dataclass(frozen=True)
-class EventType:
-    """One kind of message and its silver table.
-
-    Attributes:
-        name: the discriminator's value (e.g. `OrderPlaced`), or a name of your choice when
-            the contract has no discriminator.
-        table: its silver table, relative to the lakehouse root (`silver/orders_placed`).
-        fields: its fields, in column order (the envelope's included).
-        subjects: the subjects (filters) it is published on; required without a discriminator.
-        derived: columns computed after the fields.
-        unknown_fields: what to do with undeclared fields.
-        description: what it means.
-    """
-
-    name: str
-    table: str
-    fields: tuple[Field, ...]
-    subjects: tuple[str, ...] = ()
-    derived: tuple[DerivedColumn, ...] = ()
-    unknown_fields: UnknownFields = UnknownFields.IGNORE
-    description: str | None = None
-
-    def __post_init__(self) -> None:
-        if not isinstance(self.name, str) or not self.name:
-            raise ContractError(f"an event type needs a name, got {self.name!r}")
-        if not isinstance(self.table, str) or not _TABLE.match(self.table):
-            raise ContractError(
-                f"table {self.table!r} is not a table name such as silver/orders_placed "
-                "(letters, digits, _ and /)",
-                path=("table",),
-            )
-        for key in ("fields", "subjects", "derived"):
-            object.__setattr__(self, key, tuple(getattr(self, key)))
-        if not self.fields:
-            raise ContractError(f"event type {self.name!r} declares no fields", path=("fields",))
-        for index, subject in enumerate(self.subjects):
-            _check_subject(subject, ("subjects", index))
-        try:
-            object.__setattr__(self, "unknown_fields", UnknownFields(self.unknown_fields))
-        except ValueError:
-            choices = ", ".join(u.value for u in UnknownFields)
-            raise ContractError(
-                f"unknown_fields is one of {choices}, got {self.unknown_fields!r}",
-                path=("unknown_fields",),
-            ) from None
-        paths = [f.path for f in self.fields]
-        for f in self.fields:
-            if paths.count(f.path) > 1:
-                raise ContractError(f"field {f.path!r} is declared twice", path=("fields", f.path))
-            if f.column.lower() in RESERVED_COLUMNS:
-                raise ContractError(
-                    f"column {f.column!r} is one silver adds to every table "
-                    f"({', '.join(sorted(RESERVED_COLUMNS))}); choose another `column`",
-                    path=("fields", f.path, "column"),
-                )
-            for constraint in _constraints_below_collections(f.type):
-                raise ContractError(
-                    f"a {constraint.kind} constraint inside an array or map is not supported; "
-                    "constrain top-level or struct fields only",
-                    path=("fields", f.path),
-                )
-        check_unique_columns(self.fields, ())
-        seen = {f.column.lower(): ("fields", f.path, "column") for f in self.fields}
-        if self.unknown_fields is UnknownFields.KEEP:
-            seen.setdefault(UNKNOWN_FIELDS_COLUMN, ("unknown_fields",))
-        for derived in self.derived:
-            if derived.name.lower() in seen or derived.name.lower() in RESERVED_COLUMNS:
-                raise ContractError(
-                    f"derived column {derived.name!r} has the name of another column of "
-                    f"table {self.table!r}; rename it",
-                    path=("derived", derived.name),
-                )
-            seen[derived.name.lower()] = ("derived", derived.name)
-
-    def field(self, path: str) -> Field | None:
-        """The top-level field at JSON `path`, or None."""
-        return next((f for f in self.fields if f.path == path), None)
-
-    @property
-    def columns(self) -> tuple[tuple[str, FieldType | None], ...]:
-        """The table's columns from the contract, in order: (name, type or None if unknown)."""
-        columns: list[tuple[str, FieldType | None]] = [(f.column, f.type) for f in self.fields]
-        if self.unknown_fields is UnknownFields.KEEP:
-            string = FieldType(TypeKind.STRING)
-            columns.append((UNKNOWN_FIELDS_COLUMN, FieldType(TypeKind.MAP, element=string)))
-        return (*columns, *((d.name, d.type) for d in self.derived))
-
-
-@dataclass(frozen=True)
-class Envelope:
-    """Where every message of the stream keeps its common facts (JSON paths; None if it has none).
-
-    Attributes:
-        event_type: the discriminator, whose value names the event type (`eventType`).
-        event_id: the unique id of an event, the de-duplication key (`eventId`).
-        event_time: when the event happened (`timestamp`).
-    """
-
-    event_type: str | None = None
-    event_id: str | None = None
-    event_time: str | None = None
-
 
 @dataclass(frozen=True)
 class Contract:
@@ -169,15 +55,13 @@ class Contract:
     """
 
     event_types: tuple[EventType, ...]
-    envelope: Envelope = Envelope()
+    envelope: Envelope = field(default_factory=Envelope)
     # Built-in rule name -> its severity (`quarantine` unless given; rows breaking a built-in
     # rule cannot stay in silver, so `quarantine` or `quarantine+block`).
     builtin_severities: Mapping[str, Severity] = field(default_factory=dict, hash=False)
-    rules: tuple = field(init=False, compare=False, repr=False)
+    rules: tuple[Rule, ...] = field(init=False, compare=False, repr=False)
 
     def __post_init__(self) -> None:
-        from pipelines.contract.rules import derive_rules
-
         object.__setattr__(self, "event_types", tuple(self.event_types))
         if not self.event_types:
             raise ContractError("the contract declares no event types", path=("events",))
@@ -199,7 +83,8 @@ class Contract:
         if self.envelope.event_type is None:
             _check_subjects_without_discriminator(self.event_types)
         object.__setattr__(self, "builtin_severities", checked_severities(self.builtin_severities))
-        object.__setattr__(self, "rules", derive_rules(self))
+        rules = derive_rules(self.event_types, self.envelope, self.builtin_severities)
+        object.__setattr__(self, "rules", rules)
 
     def event_type(self, name: str) -> EventType:
         """The event type called `name`.
@@ -225,8 +110,6 @@ def checked_severities(given: Mapping[str, object]) -> dict[str, Severity]:
         ContractError: at `severities.<name>`: not a built-in rule, or a severity that would
             keep the row in silver (only quarantine and quarantine+block are allowed).
     """
-    from pipelines.contract.rules import BUILTIN_RULES
-
     found = {}
     for name, value in dict(given).items():
         where = ("severities", name)
@@ -248,30 +131,6 @@ def checked_severities(given: Mapping[str, object]) -> dict[str, Severity]:
             )
         found[name] = severity
     return found
-
-
-def _constraints_below_collections(field_type: FieldType, below: bool = False) -> list:
-    found = []
-    for f in field_type.fields:
-        if below:
-            found.extend(f.constraints)
-        found.extend(_constraints_below_collections(f.type, below))
-    if field_type.element is not None:
-        found.extend(_constraints_below_collections(field_type.element, True))
-    return found
-
-
-def _check_subject(subject: object, path: tuple[PathPart, ...]) -> None:
-    tokens = subject.split(".") if isinstance(subject, str) else [""]
-    for index, token in enumerate(tokens):
-        if (token == ">" and index == len(tokens) - 1) or token == "*":
-            continue
-        if not _SUBJECT_TOKEN.match(token):
-            raise ContractError(
-                f"invalid subject {subject!r}: dot-separated tokens without spaces, '*' for "
-                "one token, a final '>' for the rest (e.g. orders.placed, orders.>)",
-                path=path,
-            )
 
 
 _ENVELOPE_TYPES = {

@@ -20,14 +20,13 @@ all of them (e.g. `user_id_format` on two events' `data.userId`).
 from __future__ import annotations
 
 import re
+from collections.abc import Mapping
 from dataclasses import dataclass, replace
-from typing import TYPE_CHECKING
 
 from pipelines.contract.constraints import Constraint, Severity
 from pipelines.contract.errors import ContractError, format_path
-
-if TYPE_CHECKING:
-    from pipelines.contract.model import Contract, EventType, Field
+from pipelines.contract.event_types import Envelope, EventType
+from pipelines.contract.fields import Field
 
 PARSEABLE_JSON = "parseable_json"
 KNOWN_EVENT_TYPE = "known_event_type"
@@ -74,8 +73,9 @@ class Rule:
         return self.constraint is None
 
 
-def _builtin(contract: Contract) -> list[Rule]:
-    envelope, events = contract.envelope, contract.event_types
+def _builtin(
+    events: tuple[EventType, ...], envelope: Envelope, severities: Mapping[str, Severity]
+) -> list[Rule]:
     every = tuple(e.name for e in events)
     rules = [
         Rule(
@@ -126,8 +126,7 @@ def _builtin(contract: Contract) -> list[Rule]:
                 strict,
             )
         )
-    chosen = contract.builtin_severities
-    return [replace(r, severity=chosen.get(r.name, r.severity)) for r in rules]
+    return [replace(r, severity=severities.get(r.name, r.severity)) for r in rules]
 
 
 def _one_of(names: tuple[str, ...]) -> str:
@@ -166,11 +165,17 @@ def _field_rules(event: EventType) -> list[tuple[Rule, tuple]]:
     return rules
 
 
-def derive_rules(contract: Contract) -> tuple[Rule, ...]:
-    """Every rule of `contract`, built-in first, unique by name.
+def derive_rules(
+    event_types: tuple[EventType, ...],
+    envelope: Envelope,
+    builtin_severities: Mapping[str, Severity],
+) -> tuple[Rule, ...]:
+    """Every rule of a contract, built-in first, unique by name (`Contract.rules`).
 
     Args:
-        contract: the contract (its event types already checked).
+        event_types: the contract's event types (already checked against each other).
+        envelope: its envelope; the discriminator and the event id each add a built-in rule.
+        builtin_severities: built-in rule name -> its severity (the others: `quarantine`).
 
     Returns:
         The rules.
@@ -179,9 +184,10 @@ def derive_rules(contract: Contract) -> tuple[Rule, ...]:
         ContractError: two rules share a name (and are not the same check of the same column);
             the path names the second one's field.
     """
-    rules: dict[str, Rule] = {rule.name: rule for rule in _builtin(contract)}
+    builtins = _builtin(event_types, envelope, builtin_severities)
+    rules: dict[str, Rule] = {rule.name: rule for rule in builtins}
     origins: dict[str, tuple] = {}
-    for event in contract.event_types:
+    for event in event_types:
         for rule, where in _field_rules(event):
             known = rules.get(rule.name)
             if known is None:
