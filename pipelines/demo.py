@@ -2,11 +2,11 @@
 
 `run_demo` does what the README's first command promises: start an embedded nats-server
 (unless `NATS_URL` is set), provision the topology, publish sample FileDeletedEvents (a few
-of them bad on purpose), materialise every asset through the `dagster` CLI, run the ingests
-and silver once more to land the FilePlacedInTrashEvents the first pass published, print a
-summary (pipelines/demo_summary.py) and what to try next, and stop the server. The console
-gets a line per step and per asset materialised; Dagster's, Spark's and Ivy's output goes
-to a log file under the data dir (pipelines/demo_output.py).
+of them bad on purpose; pipelines/demo_sample.py), materialise every asset through the
+`dagster` CLI, run the ingests and silver once more to land the FilePlacedInTrashEvents the
+first pass published, print a summary (pipelines/demo_summary.py) and what to try next, and
+stop the server. The console gets a line per step and per asset materialised; Dagster's,
+Spark's and Ivy's output goes to a log file under the data dir (pipelines/demo_output.py).
 
 `run_dev` runs `dagster dev` against the embedded server and, on Ctrl-C, stops Dagster and
 everything it started (pipelines/supervise.py) before it stops the server.
@@ -19,13 +19,12 @@ import datetime as dt
 import os
 import sys
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass
 from pathlib import Path
 
 from pipelines.demo_output import DemoError, DemoOutput, StepFailed
+from pipelines.demo_sample import publish_sample
 from pipelines.demo_summary import RunReport, describe, print_next_steps, summarize_run
 from pipelines.file_trash.events import FILE_DELETED_SUBJECT
-from pipelines.file_trash.generator import GOOD, generate_event_mix, publish_events, summarize
 from pipelines.provisioning import declared_topology
 from pipelines.settings import PROJECT_DIR, Settings
 from pipelines.supervise import Supervisor
@@ -84,47 +83,6 @@ def provision(js: JetStreamClient) -> str:
         for action, kinds in by_action.items()
     )
     return "; ".join([counts, *updates])
-
-
-@dataclass(frozen=True)
-class SamplePublished:
-    """What `publish_sample` published: events per kind and the stream sequences."""
-
-    kinds: dict[str, int]
-    first_seq: int | None
-    last_seq: int | None
-
-    @property
-    def bad(self) -> int:
-        return sum(n for kind, n in self.kinds.items() if kind != GOOD)
-
-    def __str__(self) -> str:
-        return (
-            f"{self.kinds.get(GOOD, 0)} good, {self.bad} bad on purpose, "
-            f"stream seq {self.first_seq}-{self.last_seq}"
-        )
-
-
-def publish_sample(
-    js: JetStreamClient,
-    count: int,
-    bad_share: float = 0.0,
-    on_progress: Callable[[int], None] | None = None,
-) -> SamplePublished:
-    """Publishes `count` fresh FileDeletedEvents (with msg-ids), `bad_share` of them bad.
-
-    Args:
-        js: a connected client.
-        count: events to publish.
-        bad_share: the share of bad events (0 to 1).
-        on_progress: called with the number of events acknowledged so far.
-
-    Returns:
-        Events per kind and the stream sequences they got.
-    """
-    events = generate_event_mix(count, bad_share=bad_share, now=dt.datetime.now(dt.UTC))
-    published = publish_events(js, events, on_progress=on_progress)
-    return SamplePublished(summarize(events), published.first_seq, published.last_seq)
 
 
 # The local Dagster instance (written once; edit it freely afterwards). The run queue runs

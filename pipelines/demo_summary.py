@@ -18,8 +18,8 @@ if TYPE_CHECKING:
 
     from dagster import DagsterInstance
 
-    from pipelines.demo import SamplePublished
     from pipelines.demo_output import DemoOutput
+    from pipelines.demo_sample import SamplePublished
     from resources.jetstream import JetStreamClient
 
 SILVER_TABLES = ("silver/file_deleted", "silver/file_trashed", "silver/quarantine")
