@@ -58,7 +58,7 @@ from resources.jetstream import (
     JetStreamResource,
     StreamSpec,
 )
-from resources.jetstream.server import find_nats_server_binary
+from resources.jetstream.server.embedded import find_nats_server_binary
 from resources.spark import SparkResource
 
 NOW = dt.datetime(2026, 11, 21, 12, 0, tzinfo=dt.UTC)

@@ -50,7 +50,7 @@ from resources.jetstream import (
     StreamSpec,
     Topology,
 )
-from resources.jetstream.messages import MSG_ID_HEADER
+from resources.jetstream.core.messages import MSG_ID_HEADER
 
 ASYNCAPI_VERSION = "3.0.0"
 NATS_BINDING_VERSION = "0.1.0"

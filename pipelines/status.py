@@ -42,8 +42,8 @@ from resources.jetstream.errors import (
     ConsumerNotFoundError,
     StreamNotFoundError,
 )
-from resources.jetstream.stream_source import parse_timestamp
-from resources.jetstream.stream_spec import StreamState
+from resources.jetstream.streams.source import parse_timestamp
+from resources.jetstream.streams.state import StreamState
 from resources.lakehouse import LakehouseResource
 from sensors.replays import DONE as FINISHED_REPLAY
 from sensors.replays import decode_record

@@ -15,7 +15,7 @@ import pytest
 import yaml
 
 from resources.jetstream import JetStreamResource
-from resources.jetstream.server import find_nats_server_binary
+from resources.jetstream.server.embedded import find_nats_server_binary
 
 PROJECT = Path(__file__).resolve().parents[1]
 

@@ -42,7 +42,7 @@ from pipelines.file_trash.topology import (
 )
 from pipelines.watermarks import watermark_key
 from resources.jetstream import EmbeddedNatsServer, JetStreamResource, reconcile
-from resources.jetstream.messages import MSG_ID_HEADER
+from resources.jetstream.core.messages import MSG_ID_HEADER
 from resources.lakehouse import LakehouseResource
 from resources.quality import DataQualityResource
 from resources.spark import SparkResource

@@ -16,7 +16,7 @@ from dataclasses import asdict, dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from resources.jetstream.errors import InvalidArgumentError
-from resources.jetstream.object_transfer import parse_digest
+from resources.jetstream.objects.transfer import parse_digest
 
 if TYPE_CHECKING:
     from resources.jetstream import ObjectInfo

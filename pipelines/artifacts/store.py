@@ -25,7 +25,7 @@ from pipelines.artifacts.model import (
     artifact_name,
     check_path,
 )
-from resources.jetstream.buckets import validate_bucket
+from resources.jetstream.core.validation import validate_bucket
 from resources.jetstream.errors import (
     BucketNotFoundError,
     InvalidArgumentError,

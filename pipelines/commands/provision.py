@@ -28,9 +28,9 @@ from pathlib import Path
 from pipelines.commands import add_server_arguments, jetstream_resource, server_url
 from pipelines.provisioning import declared_topology, project_topology
 from resources.jetstream import plan, reconcile
-from resources.jetstream.connection_settings import redact_url
+from resources.jetstream.connection.settings import redact_url
 from resources.jetstream.errors import JetStreamError
-from resources.jetstream.topology import Action
+from resources.jetstream.topology.plan import Action
 
 PROG = "jsl provision"
 

@@ -28,7 +28,7 @@ from collections.abc import Iterator, Sequence
 from pipelines import status
 from pipelines.commands import add_server_arguments, jetstream_resource, server_url
 from pipelines.settings import Settings
-from resources.jetstream.connection_settings import redact_url
+from resources.jetstream.connection.settings import redact_url
 from resources.jetstream.errors import JetStreamError
 
 PROG = "jsl status"

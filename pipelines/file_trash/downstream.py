@@ -28,7 +28,7 @@ from pipelines.file_trash.events import (
 )
 from pipelines.watermarks import Watermark, WatermarkStore
 from resources.jetstream import JetStreamClient
-from resources.jetstream.messages import MSG_ID_HEADER
+from resources.jetstream.core.messages import MSG_ID_HEADER
 
 STAGE = "downstream.file_trashed"
 COLUMNS = ("seq", "event_id", "file_id", "file_name", "user_id", "deleted_at", "expires_at")

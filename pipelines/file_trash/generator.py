@@ -33,8 +33,8 @@ from pipelines.file_trash.events import (
     random_file_deleted_event,
 )
 from resources.jetstream import JetStreamClient, StreamState
+from resources.jetstream.core.messages import MSG_ID_HEADER
 from resources.jetstream.errors import StreamNotFoundError
-from resources.jetstream.messages import MSG_ID_HEADER
 
 GOOD = "good"
 BAD_KINDS = (

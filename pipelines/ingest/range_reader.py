@@ -3,7 +3,7 @@
 It reads `[start, end]` through an ephemeral ordered consumer (no acks, in memory, removed
 afterwards) with several pull requests in flight, and appends each message straight into
 column lists: sequence and publish time come from the delivery's reply subject, so no
-per-message object is built. Deliveries arrive as raw frames (`resources.jetstream.frames`:
+per-message object is built. Deliveries arrive as raw frames (`pipelines.ingest.frames`:
 nats-py's parser with a fast path that skips its `Msg`, queue and callback task), or as
 nats-py `Msg`s when that fast path is not available; both end in `_accept`.
 `bronze.BronzeColumns.to_arrow` then builds the bronze record batch with vectorised Arrow
@@ -39,8 +39,9 @@ import nats.js.errors
 from nats.aio.msg import Msg
 from nats.js import api
 
+from pipelines.ingest import frames
 from pipelines.ingest.bronze import BronzeColumns
-from resources.jetstream import JetStreamClient, frames
+from resources.jetstream import JetStreamClient
 from resources.jetstream.errors import NO_MESSAGE_FOUND, RequestTimeoutError
 
 IN_FLIGHT = 3  # pull requests outstanding at once
@@ -84,7 +85,7 @@ class RangeReader:
         self._heard = 0.0  # loop time of the last frame from the consumer (or of its creation)
         self._progress = 0.0  # loop time of the last new message (or of the read's start)
         self.restarts = 0  # consumers recreated after a gap or a silence
-        self.fast_path = False  # deliveries arrive as raw frames (see resources.jetstream.frames)
+        self.fast_path = False  # deliveries arrive as raw frames (see pipelines.ingest.frames)
 
     async def next_chunk(self, rows: int) -> BronzeColumns | None:
         """The next chunk of at most `rows` messages; None when the range is read."""
@@ -202,7 +203,7 @@ class RangeReader:
             self._changed.set()
 
     def _on_frame(self, subject: bytes, reply: bytes, header: bytes, payload: bytes) -> None:
-        """A delivery on the fast path (`resources.jetstream.frames`): raw bytes."""
+        """A delivery on the fast path (`pipelines.ingest.frames`): raw bytes."""
         if self._done or self._restarting:
             return
         self._heard = asyncio.get_running_loop().time()

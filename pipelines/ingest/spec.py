@@ -6,8 +6,8 @@ from dataclasses import dataclass
 from enum import StrEnum
 
 from resources.jetstream import ConsumerSpec, KeyValueSpec
+from resources.jetstream.core.validation import validate_name, validate_subject
 from resources.jetstream.errors import InvalidArgumentError
-from resources.jetstream.streams import validate_name, validate_subject
 
 
 class OnDataLoss(StrEnum):

@@ -4,28 +4,25 @@ Dagster code reaches JetStream through `JetStreamResource`; everything it hands 
 plain value from this package (see docs/jetstream.md for the whole surface).
 """
 
-from resources.jetstream.buckets import KeyValueSpec, ObjectStoreSpec
 from resources.jetstream.client import JetStreamClient
-from resources.jetstream.connection import ConnectionSettings
-from resources.jetstream.consumers import AckPolicy, ConsumerSpec, ConsumerState, DeliverPolicy
-from resources.jetstream.kv import KeyValueBucket, KvEntry, KvOperation, KvStatus
-from resources.jetstream.messages import JsMessage, PubAck
-from resources.jetstream.object_meta import ObjectInfo, ObjectLink, ObjectStoreStatus
-from resources.jetstream.object_store import ObjectStoreBucket
-from resources.jetstream.push import PushSubscription
+from resources.jetstream.connection.settings import ConnectionSettings
+from resources.jetstream.consumers.push import PushSubscription
+from resources.jetstream.consumers.spec import AckPolicy, ConsumerSpec, DeliverPolicy
+from resources.jetstream.consumers.state import ConsumerState
+from resources.jetstream.core.messages import JsMessage, PubAck
+from resources.jetstream.kv.bucket import KeyValueBucket
+from resources.jetstream.kv.entries import KvEntry, KvOperation, KvStatus
+from resources.jetstream.kv.spec import KeyValueSpec
+from resources.jetstream.objects.bucket import ObjectStoreBucket
+from resources.jetstream.objects.meta import ObjectInfo, ObjectLink, ObjectStoreStatus
+from resources.jetstream.objects.spec import ObjectStoreSpec
 from resources.jetstream.resource import JetStreamResource
-from resources.jetstream.server import EmbeddedNatsServer
-from resources.jetstream.stream_messages import StoredMessage
-from resources.jetstream.streams import (
-    Compression,
-    Discard,
-    Retention,
-    Storage,
-    StreamSource,
-    StreamSpec,
-    StreamState,
-)
-from resources.jetstream.topology import Change, Topology, plan, reconcile
+from resources.jetstream.server.embedded import EmbeddedNatsServer
+from resources.jetstream.streams.messages import StoredMessage
+from resources.jetstream.streams.source import StreamSource
+from resources.jetstream.streams.spec import Compression, Discard, Retention, Storage, StreamSpec
+from resources.jetstream.streams.state import StreamState
+from resources.jetstream.topology.plan import Change, Topology, plan, reconcile
 
 __all__ = [
     "AckPolicy",

@@ -1,71 +1,34 @@
-"""The synchronous JetStream client that the Dagster resource hands out.
+"""The synchronous JetStream client that the Dagster resource hands out: the facade.
 
-It owns an `EventLoopThread` and one nats-py connection, runs every coroutine there, and
-translates nats-py errors into `resources.jetstream.errors`. Management lives in
-`client.streams` and `client.consumers`; publishing and consuming are thin methods here over
-`publishing`, `consuming` (pull), `push` and `ordered`.
+`JetStreamClient` is a `core.session.Session` (one connection, one private loop, errors
+translated) with every feature on it: management in `client.streams` and
+`client.consumers`, KV and Object Store buckets, and thin methods over `publishing.send`,
+`consumers.pull`, `consumers.push` and `consumers.ordered`. The feature modules know only
+the session, never this class, so the package has no import cycle.
 """
 
 from __future__ import annotations
 
-import collections
-import json
-import math
-import time
-from collections.abc import (
-    Awaitable,
-    Callable,
-    Coroutine,
-    Iterable,
-    Iterator,
-    Mapping,
-    Sequence,
-)
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from functools import cached_property
-from typing import TYPE_CHECKING, Any, TypeVar
 
-import nats.errors
-import nats.js.errors
-from nats.aio.client import Client as NATS
-from nats.js import JetStreamContext
-from nats.js.manager import JetStreamManager
-
-from resources.jetstream import consuming, ordered, publishing, push
-from resources.jetstream.connection import ConnectionSettings, open_connection
-from resources.jetstream.consumers import Consumers
-from resources.jetstream.errors import (
-    ConnectionFailedError,
-    JetStreamError,
-    PermissionDeniedError,
-    RequestTimeoutError,
-    translate_api_error,
-)
-from resources.jetstream.messages import JsMessage, PubAck
-from resources.jetstream.push import PushSubscription
-from resources.jetstream.retry import retry_transient
-from resources.jetstream.runtime import EventLoopThread
-from resources.jetstream.streams import Streams
-
-if TYPE_CHECKING:
-    from resources.jetstream.buckets import KeyValueSpec, ObjectStoreSpec
-    from resources.jetstream.kv import KeyValueBucket
-    from resources.jetstream.object_store import ObjectStoreBucket
-
-T = TypeVar("T")
-
-# nats-py errors that mean the connection itself is gone (others are about one request).
-CONNECTION_ERRORS = (
-    nats.errors.ConnectionClosedError,
-    nats.errors.ConnectionDrainingError,
-    nats.errors.ConnectionReconnectingError,
-    nats.errors.StaleConnectionError,
-    nats.errors.OutboundBufferLimitError,
-    nats.errors.NoServersError,
-    nats.errors.UnexpectedEOF,
-)
+from resources.jetstream.consumers import ordered, pull, push
+from resources.jetstream.consumers.manage import Consumers
+from resources.jetstream.consumers.push import PushSubscription
+from resources.jetstream.core.messages import JsMessage, PubAck
+from resources.jetstream.core.session import Session
+from resources.jetstream.kv import bucket as kv
+from resources.jetstream.kv.bucket import KeyValueBucket
+from resources.jetstream.kv.spec import KeyValueSpec
+from resources.jetstream.objects import bucket as object_store
+from resources.jetstream.objects.bucket import ObjectStoreBucket
+from resources.jetstream.objects.spec import ObjectStoreSpec
+from resources.jetstream.publishing import send
+from resources.jetstream.publishing.expectations import Expectations
+from resources.jetstream.streams.manage import Streams
 
 
-class JetStreamClient:
+class JetStreamClient(Session):
     """A connected JetStream client with a synchronous API.
 
     Examples:
@@ -73,178 +36,6 @@ class JetStreamClient:
         ...     ack = js.publish("files.deleted", b"{}", msg_id="evt-1")
         ...     js.streams.info("FILE_EVENTS").last_seq
     """
-
-    def __init__(self, settings: ConnectionSettings) -> None:
-        self.settings = settings
-        self._loop: EventLoopThread | None = None
-        self._nc: NATS | None = None
-        self._js: JetStreamContext | None = None
-        # (monotonic time, text) of permission violations the server reported: a refused
-        # request gets no answer, only this asynchronous error.
-        self._violations: collections.deque[tuple[float, str]] = collections.deque(maxlen=64)
-        self.subscriptions: set[PushSubscription] = set()  # open push subscriptions
-
-    # -- lifecycle -------------------------------------------------------------------------
-
-    def connect(self) -> JetStreamClient:
-        """Opens the connection (once); later calls return at once."""
-        if self._nc is not None:
-            return self
-        loop = EventLoopThread()
-        try:
-            # open_connection bounds itself by connect_timeout; this is only a backstop.
-            self._nc = loop.run(
-                open_connection(self.settings, report_error=self._record_error),
-                timeout=self.settings.connect_timeout + 10,
-            )
-        except TimeoutError as error:
-            loop.close()
-            raise ConnectionFailedError(
-                f"cannot connect to NATS server {self.settings.server_list}: no answer within "
-                f"{self.settings.connect_timeout + 10}s; check the server and the network",
-                server=self.settings.server_list,
-            ) from error
-        except BaseException:
-            loop.close()
-            raise
-        self._loop = loop
-        self._js = self._nc.jetstream(
-            prefix=self.settings.api_prefix or "$JS.API",
-            domain=self.settings.domain,
-            timeout=self.settings.request_timeout,
-        )
-        return self
-
-    def close(self) -> None:
-        """Drains the connection (pending acks and publishes are flushed), then closes it.
-
-        Open push subscriptions end first: messages they buffered but nobody took would
-        otherwise hold the drain up until its timeout (the server redelivers them).
-        """
-        for subscription in list(self.subscriptions):
-            subscription.unsubscribe()
-        nc, loop = self._nc, self._loop
-        self._nc = self._js = self._loop = None
-        self.__dict__.pop("jsm", None)
-        if loop is None:
-            return
-        try:
-            if nc is not None and not nc.is_closed:
-                loop.run(nc.drain(), timeout=self.settings.request_timeout + 5)
-        except (TimeoutError, OSError, nats.errors.Error):
-            loop.run(nc.close(), timeout=5)
-        finally:
-            loop.close()
-
-    def _record_error(self, error: Exception) -> None:
-        """Called on the loop thread with errors the server reports after connecting."""
-        text = str(error)
-        if "permissions violation" in text.lower():
-            self._violations.append((time.monotonic(), text))
-
-    def _violation_since(self, started: float) -> str | None:
-        for moment, text in reversed(self._violations):
-            if moment >= started:
-                return text
-        return None
-
-    def __enter__(self) -> JetStreamClient:
-        return self.connect()
-
-    def __exit__(self, *exc_info: object) -> None:
-        self.close()
-
-    @property
-    def is_connected(self) -> bool:
-        return self._nc is not None and self._nc.is_connected
-
-    @property
-    def nc(self) -> NATS:
-        """The underlying nats-py connection (for the modules of this package)."""
-        self.connect()
-        assert self._nc is not None
-        return self._nc
-
-    @property
-    def js(self) -> JetStreamContext:
-        """The underlying nats-py JetStream context (for the modules of this package)."""
-        self.connect()
-        assert self._js is not None
-        return self._js
-
-    @cached_property
-    def jsm(self) -> JetStreamManager:
-        return self.js._jsm
-
-    def api_request(
-        self,
-        endpoint: str,
-        body: dict[str, Any] | None = None,
-        *,
-        what: str,
-        repeatable: bool = True,
-        **names: Any,
-    ) -> dict[str, Any]:
-        """One JetStream API request (`$JS.API.<endpoint>`), its JSON answer as a dict.
-
-        A request that gets no answer from a cluster in a leader election (a timeout, or
-        "temporarily unavailable") is sent again within `settings.retry_budget` seconds
-        (see `retry.retry_transient`).
-
-        Args:
-            endpoint: e.g. 'STREAM.INFO.FILE_EVENTS'.
-            body: the request JSON (None: an empty request).
-            what: the operation, for error messages.
-            repeatable: False for a request that must not be applied twice (a purge, a
-                delete): it is then sent again only when it certainly was not applied.
-            **names: stream / consumer / seq, attached to errors.
-
-        Raises:
-            ClusterUnavailableError: no leader answered within the retry budget.
-            JetStreamError: a subclass naming the cause (see `run`).
-        """
-        jsm = self.jsm
-        request = b"" if body is None else json.dumps(body).encode()
-        subject = f"{jsm._prefix}.{endpoint}"
-        timeout = self.settings.request_timeout
-        return self.run(
-            self.retrying(
-                lambda: jsm._api_request(subject, request, timeout=timeout),
-                what=what,
-                repeatable=repeatable,
-                **names,
-            ),
-            what=what,
-            timeout=self.retry_timeout,
-            **names,
-        )
-
-    def retrying(
-        self,
-        attempt: Callable[[], Awaitable[T]],
-        *,
-        what: str,
-        repeatable: bool = True,
-        gone: Callable[[], Awaitable[bool]] | None = None,
-        **names: Any,
-    ) -> Coroutine[Any, Any, T]:
-        """`attempt` retried through leader elections within the settings' retry budget
-        (a coroutine for `run`, with `timeout=self.retry_timeout`)."""
-        started = time.monotonic()
-        return retry_transient(
-            attempt,
-            budget=self.settings.retry_budget,
-            what=what,
-            repeatable=repeatable,
-            gone=gone,
-            refused=lambda: self._violation_since(started) is not None,
-            **names,
-        )
-
-    @property
-    def retry_timeout(self) -> float:
-        """Seconds `run` waits for a retried call: the budget, one more try, a margin."""
-        return self.settings.retry_budget + self.settings.request_timeout + 5
 
     @cached_property
     def streams(self) -> Streams:
@@ -258,90 +49,19 @@ class JetStreamClient:
 
     def key_value(self, bucket: str) -> KeyValueBucket:
         """Binds to an existing Key-Value bucket (raises `BucketNotFoundError` if missing)."""
-        from resources.jetstream import kv
-
         return kv.bind(self, bucket)
 
     def create_key_value(self, spec: KeyValueSpec) -> KeyValueBucket:
         """Creates the Key-Value bucket if it is missing, then binds to it."""
-        from resources.jetstream import kv
-
         return kv.create(self, spec)
 
     def object_store(self, bucket: str) -> ObjectStoreBucket:
         """Binds to an existing Object Store bucket (raises `BucketNotFoundError` if missing)."""
-        from resources.jetstream import object_store
-
         return object_store.bind(self, bucket)
 
     def create_object_store(self, spec: ObjectStoreSpec) -> ObjectStoreBucket:
         """Creates the Object Store bucket if it is missing, then binds to it."""
-        from resources.jetstream import object_store
-
         return object_store.create(self, spec)
-
-    def run(
-        self,
-        coro: Coroutine[Any, Any, T],
-        *,
-        what: str,
-        timeout: float | None = None,
-        **names: Any,
-    ) -> T:
-        """Runs a nats-py coroutine on the client's loop, translating its errors.
-
-        Args:
-            coro: the coroutine.
-            what: the operation, for error messages ("add stream 'FILE_EVENTS'").
-            timeout: seconds to wait; defaults to the request timeout plus a margin. Pass
-                `math.inf` for work bounded by its own per-request timeouts (a batch).
-            **names: stream / consumer / bucket / key / seq, attached to errors.
-
-        Raises:
-            JetStreamError: a subclass naming the cause.
-        """
-        self.connect()
-        assert self._loop is not None
-        wait = timeout if timeout is not None else self.settings.request_timeout + 5
-        if math.isinf(wait):
-            wait = None
-        started = time.monotonic()
-        try:
-            return self._loop.run(coro, timeout=wait)
-        except RequestTimeoutError as error:
-            raise self._refused(started, what, names) or error from error
-        except JetStreamError:
-            raise
-        except (TimeoutError, nats.errors.TimeoutError) as error:
-            refused = self._refused(started, what, names)
-            raise refused or translate_api_error(error, what, **names) from error
-        except nats.js.errors.Error as error:
-            raise translate_api_error(error, what, **names) from error
-        except nats.errors.NoRespondersError as error:
-            raise translate_api_error(
-                nats.js.errors.ServiceUnavailableError(description="no responders"), what, **names
-            ) from error
-        except (*CONNECTION_ERRORS, OSError) as error:
-            raise ConnectionFailedError(
-                f"cannot {what}: the connection to {self.settings.server_list} failed ({error})",
-                server=self.settings.server_list,
-                **names,
-            ) from error
-        except nats.errors.Error as error:
-            raise JetStreamError(f"cannot {what}: {error}", **names) from error
-
-    def _refused(self, started: float, what: str, names: dict[str, Any]):
-        """A PermissionDeniedError if the server reported a violation during the request."""
-        violation = self._violation_since(started)
-        if violation is None:
-            return None
-        return PermissionDeniedError(
-            f"cannot {what}: the server refused it ({violation}); the NATS user lacks "
-            "permission for that subject. Grant it (resources/jetstream/permissions.py lists what "
-            "the pipeline needs) or connect as a user that has it",
-            server=self.settings.server_list,
-            **names,
-        )
 
     # -- publishing and consuming: full docs on the module functions ----------------------
 
@@ -358,34 +78,32 @@ class JetStreamClient:
         expected_last_subject_seq: int | None = None,
         timeout: float | None = None,
     ) -> PubAck:
-        """Publishes one message and waits for its ack (see `publishing.publish`).
+        """Publishes one message and waits for its ack (see `publishing.send.publish`).
 
         Raises:
             NoStreamForSubjectError: no stream captures `subject`.
             PublishExpectationError: an `expected_*` was not met; nothing was stored.
         """
-        expect = publishing.Expectations(
+        expect = Expectations(
             stream=expected_stream,
             last_seq=expected_last_seq,
             last_msg_id=expected_last_msg_id,
             last_subject_seq=expected_last_subject_seq,
         )
-        return publishing.publish(
+        return send.publish(
             self, subject, data, headers=headers, msg_id=msg_id, expect=expect, timeout=timeout
         )
 
     def publish_batch(
         self,
-        messages: Iterable[publishing.OutboundMessage],
+        messages: Iterable[send.OutboundMessage],
         *,
         max_in_flight: int = 256,
         timeout: float | None = None,
     ) -> list[PubAck]:
         """Publishes (subject, data[, headers]) tuples with at most `max_in_flight` acks
-        outstanding; returns the acks in input order (see `publishing.publish_batch`)."""
-        return publishing.publish_batch(
-            self, messages, max_in_flight=max_in_flight, timeout=timeout
-        )
+        outstanding; returns the acks in input order (see `publishing.send.publish_batch`)."""
+        return send.publish_batch(self, messages, max_in_flight=max_in_flight, timeout=timeout)
 
     def fetch(
         self,
@@ -397,14 +115,12 @@ class JetStreamClient:
         expires: float = 1.0,
     ) -> list[JsMessage]:
         """Fetches up to `batch` messages from a durable pull consumer; `[]` if none came
-        within `expires` seconds (see `consuming.fetch`)."""
-        return consuming.fetch(
-            self, stream, durable, batch=batch, max_bytes=max_bytes, expires=expires
-        )
+        within `expires` seconds (see `pull.fetch`)."""
+        return pull.fetch(self, stream, durable, batch=batch, max_bytes=max_bytes, expires=expires)
 
     def next_message(self, stream: str, durable: str, *, timeout: float = 1.0) -> JsMessage | None:
         """Pulls one message from a durable pull consumer; None if none came in `timeout`."""
-        return consuming.next_message(self, stream, durable, timeout=timeout)
+        return pull.next_message(self, stream, durable, timeout=timeout)
 
     def iterate(
         self,
@@ -417,8 +133,8 @@ class JetStreamClient:
         max_bytes: int | None = None,
     ) -> Iterator[JsMessage]:
         """Yields a durable pull consumer's messages across fetches until `max_messages` or
-        `idle_timeout` seconds without one (see `consuming.iterate`)."""
-        return consuming.iterate(
+        `idle_timeout` seconds without one (see `pull.iterate`)."""
+        return pull.iterate(
             self,
             stream,
             durable,
@@ -428,9 +144,9 @@ class JetStreamClient:
             max_bytes=max_bytes,
         )
 
-    def pull_consumer(self, stream: str, durable: str) -> consuming.PullConsumer:
-        """Binds to an existing durable pull consumer (see `consuming.PullConsumer.bind`)."""
-        return consuming.PullConsumer.bind(self, stream, durable)
+    def pull_consumer(self, stream: str, durable: str) -> pull.PullConsumer:
+        """Binds to an existing durable pull consumer (see `pull.PullConsumer.bind`)."""
+        return pull.PullConsumer.bind(self, stream, durable)
 
     def subscribe_push(self, stream: str, durable: str) -> PushSubscription:
         """Binds to an existing durable push consumer, sharing it with the other subscribers

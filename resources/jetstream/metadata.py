@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from dagster import MetadataValue
 
-from resources.jetstream.consumers import ConsumerState
-from resources.jetstream.streams import StreamState
+from resources.jetstream.consumers.state import ConsumerState
+from resources.jetstream.streams.state import StreamState
 
 
 def stream_metadata(state: StreamState) -> dict[str, MetadataValue]:

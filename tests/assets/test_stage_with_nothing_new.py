@@ -32,7 +32,7 @@ from pipelines.file_trash import tables
 from pipelines.file_trash.events import generate_file_deleted_events
 from pipelines.file_trash.topology import FILE_TRASH_TOPOLOGY
 from resources.jetstream import EmbeddedNatsServer, JetStreamResource, reconcile
-from resources.jetstream.messages import MSG_ID_HEADER
+from resources.jetstream.core.messages import MSG_ID_HEADER
 from resources.lakehouse import LakehouseResource
 from resources.quality import DataQualityResource
 from resources.spark import SparkResource

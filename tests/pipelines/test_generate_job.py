@@ -8,7 +8,7 @@ from pipelines.file_trash.generator import BAD_KINDS, GOOD
 from pipelines.file_trash.topology import FILE_TRASH_TOPOLOGY
 from pipelines.generate_job import build_generate_job, generate_file_events_job
 from resources.jetstream import EmbeddedNatsServer, JetStreamResource, StreamSpec, reconcile
-from resources.jetstream.messages import MSG_ID_HEADER
+from resources.jetstream.core.messages import MSG_ID_HEADER
 
 
 def op_config(**config) -> dict:

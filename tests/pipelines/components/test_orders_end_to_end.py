@@ -32,7 +32,7 @@ import yaml
 from pipelines.delta_tables import table_version
 from pipelines.provisioning import project_topology
 from resources.jetstream import EmbeddedNatsServer, JetStreamResource, plan
-from resources.jetstream.topology import Action
+from resources.jetstream.topology.plan import Action
 from tests.pipelines.components.test_stream_component import (
     COMPONENT,
     DEFINITIONS,

@@ -17,8 +17,8 @@ from pipelines.file_trash.generator import (
     summarize,
 )
 from resources.jetstream import StreamSpec
+from resources.jetstream.core.messages import MSG_ID_HEADER
 from resources.jetstream.errors import NoStreamForSubjectError, StreamNotFoundError
-from resources.jetstream.messages import MSG_ID_HEADER
 
 NOW = dt.datetime(2026, 11, 21, 10, 0, tzinfo=dt.UTC)
 CLOCK_SKEW = dt.timedelta(minutes=5)

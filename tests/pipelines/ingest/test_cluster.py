@@ -27,7 +27,7 @@ from pipelines.file_trash.events import FILE_DELETED_SUBJECT, generate_file_dele
 from pipelines.ingest.engine import STEPS
 from pipelines.ingest.range_reader import RangeReader
 from resources.jetstream import JetStreamClient, JetStreamResource, StreamSpec
-from resources.jetstream.cluster import EmbeddedNatsCluster
+from resources.jetstream.server.cluster import EmbeddedNatsCluster
 from tests.pipelines.ingest.harness import NOW, Ingest, make_ingest
 
 STREAM = "CLUSTERED"

@@ -5,9 +5,10 @@ import datetime as dt
 
 import pytest
 
+from pipelines.ingest import frames
 from pipelines.ingest.range_reader import BUFFERED_CHUNKS, IN_FLIGHT, RangeReader
 from pipelines.ingest.reader import RangeRead, read_slice
-from resources.jetstream import JetStreamClient, StreamSpec, frames
+from resources.jetstream import JetStreamClient, StreamSpec
 
 LANDED = dt.datetime(2026, 11, 22, 8, 0, tzinfo=dt.UTC)
 

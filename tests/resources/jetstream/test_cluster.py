@@ -18,14 +18,14 @@ from resources.jetstream import (
     Topology,
     reconcile,
 )
-from resources.jetstream.cluster import EmbeddedNatsCluster
 from resources.jetstream.errors import (
     BucketNotFoundError,
     ClusterUnavailableError,
     InvalidArgumentError,
     NoStreamForSubjectError,
 )
-from resources.jetstream.topology import Action
+from resources.jetstream.server.cluster import EmbeddedNatsCluster
+from resources.jetstream.topology.plan import Action
 
 
 @pytest.fixture(scope="module")

@@ -24,8 +24,9 @@ from resources.jetstream import (
     reconcile,
 )
 from resources.jetstream.errors import InvalidArgumentError, UpdateNotAppliedError
-from resources.jetstream.stream_spec import Compression, StreamSource
-from resources.jetstream.topology import Action, plan
+from resources.jetstream.streams.source import StreamSource
+from resources.jetstream.streams.spec import Compression
+from resources.jetstream.topology.plan import Action, plan
 
 SECOND = 1_000_000_000  # nanoseconds, as on the wire
 

@@ -7,7 +7,7 @@ import datetime as dt
 import pytest
 from nats.js import api
 
-from resources.jetstream import KeyValueSpec, Storage, kv
+from resources.jetstream import KeyValueSpec, Storage
 from resources.jetstream.errors import (
     BucketNotFoundError,
     InvalidArgumentError,
@@ -15,7 +15,9 @@ from resources.jetstream.errors import (
     RevisionConflictError,
     ServerAPIError,
 )
-from resources.jetstream.kv import KeyValueBucket, KvEntry, KvOperation
+from resources.jetstream.kv import bucket as kv
+from resources.jetstream.kv.bucket import KeyValueBucket
+from resources.jetstream.kv.entries import KvEntry, KvOperation
 
 
 @pytest.fixture

@@ -18,8 +18,8 @@ from typing import Any
 import pytest
 
 from resources.jetstream import ConsumerSpec, StreamSpec, Topology, reconcile
-from resources.jetstream.stream_spec import StreamSource
-from resources.jetstream.topology import Action
+from resources.jetstream.streams.source import StreamSource
+from resources.jetstream.topology.plan import Action
 
 INTEROP = Path(__file__).resolve().parents[2] / "interop"
 SECOND = 1_000_000_000

@@ -20,8 +20,9 @@ from resources.jetstream.errors import (
     ObjectNotFoundError,
     ServerAPIError,
 )
-from resources.jetstream.object_store import ObjectInfo, ObjectLink, ObjectStoreBucket
-from resources.jetstream.object_transfer import (
+from resources.jetstream.objects.bucket import ObjectStoreBucket
+from resources.jetstream.objects.meta import ObjectInfo, ObjectLink
+from resources.jetstream.objects.transfer import (
     DEFAULT_CHUNK_SIZE,
     MAX_CHUNKS_IN_FLIGHT,
     chunk_subject,

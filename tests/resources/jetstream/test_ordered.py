@@ -6,7 +6,8 @@ from concurrent.futures import ThreadPoolExecutor
 
 import pytest
 
-from resources.jetstream import StreamSpec, ordered
+from resources.jetstream import StreamSpec
+from resources.jetstream.consumers import ordered
 from resources.jetstream.errors import InvalidArgumentError, StreamNotFoundError
 
 

@@ -47,7 +47,7 @@ from resources.jetstream import (
     StreamSpec,
 )
 from resources.jetstream.errors import InvalidArgumentError, PermissionDeniedError
-from resources.jetstream.permissions import Permissions, pipeline_permissions
+from resources.jetstream.topology.permissions import Permissions, pipeline_permissions
 
 PIPELINE_PASSWORD = "pipeline-s3cret"
 ADMIN_PASSWORD = "admin-s3cret"

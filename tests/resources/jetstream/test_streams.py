@@ -24,7 +24,7 @@ from resources.jetstream.errors import (
     ServerAPIError,
     StreamNotFoundError,
 )
-from resources.jetstream.stream_messages import StoredMessage
+from resources.jetstream.streams.messages import StoredMessage
 
 
 @pytest.fixture

@@ -11,7 +11,7 @@ from resources.jetstream import (
     reconcile,
 )
 from resources.jetstream.errors import InvalidArgumentError
-from resources.jetstream.topology import Action
+from resources.jetstream.topology.plan import Action
 
 
 def actions(changes):

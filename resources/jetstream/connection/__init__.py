@@ -1,0 +1,8 @@
+"""Reaching a NATS server: settings, credentials, TLS, and the errors of connecting.
+
+- `settings`: `ConnectionSettings` (servers, auth, TLS, timeouts, API prefix or domain).
+- `credentials`: checks of credential files and the TLS context.
+- `connect`: `open_connection`, the nats-py connect with the project's callbacks.
+- `errors`: what a failed connect means (unreachable, refused credentials, TLS).
+- `environment`: the `NATS_*` environment variables the resource reads.
+"""
