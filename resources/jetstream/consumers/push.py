@@ -8,6 +8,7 @@ Subscriptions to a consumer with a deliver group share its messages: each goes t
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import time
 from collections.abc import Iterator
@@ -25,6 +26,9 @@ if TYPE_CHECKING:
     from nats.js import JetStreamContext
 
     from resources.jetstream.core.session import Session
+
+
+UNBIND_CHECKS, UNBIND_PAUSE = 10, 0.1  # how long a just-closed subscriber may look bound
 
 
 class PushSubscription:
@@ -194,6 +198,21 @@ def subscribe_push(
 
     async def bind() -> JetStreamContext.PushSubscription:
         info = await client.jsm.consumer_info(stream, durable)
+        # The server's `push_bound` follows interest asynchronously: it can lag a new
+        # subscriber and outlive one that has just left. This client's own open
+        # subscriptions are known at once; for the others (another process), a subscriber
+        # that has just unsubscribed may still show as bound for a moment, so look again.
+        bound_here = any(
+            isinstance(sub, PushSubscription)
+            and not sub._closed
+            and (sub.stream, sub.consumer) == (stream, durable)
+            for sub in client.subscriptions
+        )
+        for _ in range(UNBIND_CHECKS):
+            if bound_here or info.config.deliver_group or not info.push_bound:
+                break
+            await asyncio.sleep(UNBIND_PAUSE)
+            info = await client.jsm.consumer_info(stream, durable)
         config = info.config
         if not config.deliver_subject:
             raise InvalidArgumentError(
@@ -202,7 +221,7 @@ def subscribe_push(
                 stream=stream,
                 consumer=durable,
             )
-        if not config.deliver_group and info.push_bound:
+        if not config.deliver_group and (bound_here or info.push_bound):
             raise InvalidArgumentError(
                 f"cannot subscribe to {where}: another subscriber is bound to it and it has no "
                 "deliver_group; give it a deliver_group to share it, or unsubscribe the other",
