@@ -17,6 +17,7 @@ from pydantic import Field
 from pipelines.delta_tables import table_exists
 from pipelines.ingest.bronze import BRONZE_SCHEMA
 from pipelines.ingest.engine import IngestResult
+from pipelines.ingest.options import IngestRunOptions
 from pipelines.ingest.run import ingest
 from pipelines.ingest.spec import IngestSpec
 from resources.jetstream import JetStreamResource, StreamSpec
@@ -124,7 +125,7 @@ def build_bronze_asset(
             path,
             checkpoints=client.create_key_value(spec.checkpoint_bucket_spec()),
             run_id=context.run.run_id,
-            until=config.end_seq,
+            options=IngestRunOptions(until=config.end_seq),
         )
         if result.start is None:
             context.log.info(f"{spec.stream}/{spec.durable}: nothing new")

@@ -51,6 +51,7 @@ from pipelines.file_trash.events import (
     generate_file_deleted_events,
 )
 from pipelines.ingest.engine import STEPS, run_ingest
+from pipelines.ingest.options import IngestRunOptions
 from pipelines.ingest.spec import IngestSpec
 from resources.jetstream import (
     ConsumerSpec,
@@ -269,7 +270,7 @@ def run_engine(bench: Bench) -> dict[str, object]:
             path,
             checkpoints=checkpoints,
             run_id=bench.run_id,
-            hook=hook,
+            options=IngestRunOptions(hook=hook),
         )
         marks["end"] = time.monotonic()
     if (result.start, result.end, result.messages) != (1, count, count):

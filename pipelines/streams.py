@@ -42,12 +42,13 @@ from assets.lag import build_lag_check
 from pipelines.ingest.spec import IngestSpec
 from pipelines.jobs import build_replay_job
 from resources.jetstream import StreamSpec
-from sensors import build_replay_request_sensor, build_stream_sensor
+from sensors import StreamSensorOptions, build_replay_request_sensor, build_stream_sensor
 from sensors.observe import build_stream_observation_sensor
 from sensors.stream import INGEST_TAG
 
 DEFAULT_REPLAY_BUCKET = "lakehouse-replays"
-DEFAULT_SENSOR_INTERVAL = 30  # seconds between a stream sensor's ticks (Dagster's default)
+# seconds between a stream sensor's ticks (Dagster's default)
+DEFAULT_SENSOR_INTERVAL = StreamSensorOptions.minimum_interval_seconds
 
 
 @dataclass(frozen=True)
@@ -129,8 +130,9 @@ def build_stream(
         build_stream_sensor(
             spec=ingest.spec,
             job=jobs[ingest.spec.name],
-            key_prefix=ingest.key_prefix,
-            minimum_interval_seconds=ingest.sensor_interval,
+            options=StreamSensorOptions(
+                key_prefix=ingest.key_prefix, minimum_interval_seconds=ingest.sensor_interval
+            ),
         )
         for ingest in ingests
     ]

@@ -16,7 +16,6 @@ from dataclasses import dataclass, replace
 from dagster import (
     DagsterInstance,
     DagsterRunStatus,
-    DefaultSensorStatus,
     RunRequest,
     RunsFilter,
     SensorDefinition,
@@ -29,12 +28,12 @@ from dagster import (
 from assets.bronze import bronze_run_config
 from pipelines.ingest.checkpoint import Checkpoint, CheckpointStore
 from pipelines.ingest.engine import initial_checkpoint
-from pipelines.ingest.lease import Clock, utc_now
 from pipelines.ingest.plan import StreamPosition, plan_range
 from pipelines.ingest.spec import IngestSpec
 from resources.jetstream import JetStreamClient, JetStreamResource, StreamState
 from resources.jetstream.errors import BucketNotFoundError, JetStreamError
 from sensors.cursor import StreamSensorCursor
+from sensors.stream_options import DEFAULT_STREAM_SENSOR_OPTIONS, StreamSensorOptions
 
 INGEST_TAG = "jsl/ingest"  # <stream>:<consumer>, on every run the sensor requests
 RANGE_TAG = "jsl/range"  # <start>-<end>, the range the run key names
@@ -146,11 +145,10 @@ def decide(
     now: dt.datetime,
     *,
     spec: IngestSpec,
-    min_messages: int,
-    max_wait: dt.timedelta | None,
-    max_runs: int,
+    options: StreamSensorOptions,
 ) -> Decision:
     """The tick's decision, a pure function of the position, the cursor and the time."""
+    min_messages, max_wait = options.min_messages, options.max_wait
     ranges = [position.planned] if position.planned else []
     after = max(position.committed, position.planned[1] if position.planned else 0)
     last = position.stream.last_seq
@@ -161,7 +159,8 @@ def decide(
         started = cursor.wait_started()
         due = bool(max_wait is not None and started and now - started >= max_wait)
     if due:
-        ranges += plan_pieces(after, position.stream, spec, max(1, max_runs - len(ranges)))
+        limit = max(1, options.max_runs_per_tick - len(ranges))
+        ranges += plan_pieces(after, position.stream, spec, limit)
     if ranges:
         return Decision(tuple(ranges), None, cursor.requested(ranges[-1][1], now))
     if not new:
@@ -184,15 +183,14 @@ def run_requests(
     spec: IngestSpec,
     instance: DagsterInstance,
     *,
-    sensor_name: str,
-    key_prefix: str,
-    max_retries: int,
+    options: StreamSensorOptions,
 ) -> list[RunRequest]:
     """One run request per range, keyed and tagged (a backfill when there are several).
 
     Raises:
-        SensorTickError: a range already failed `max_retries` times.
+        SensorTickError: a range already failed `options.max_retries` times.
     """
+    sensor_name = options.sensor_name(spec)
     ingest_id = f"{spec.stream}:{spec.durable}"
     requests = []
     for index, (start, end) in enumerate(ranges, 1):
@@ -206,7 +204,7 @@ def run_requests(
             RunsFilter(tags={INGEST_TAG: ingest_id, RANGE_TAG: f"{start}-{end}"}, statuses=FINISHED)
         )
         failed = [run.run_id for run in earlier if run.status in FAILED]
-        if len(failed) >= max_retries:
+        if len(failed) >= options.max_retries:
             raise SensorTickError(
                 f"sensor {sensor_name!r}: range {start}-{end} of stream {spec.stream!r} "
                 f"(consumer {spec.durable!r}) failed {len(failed)} times (runs "
@@ -219,9 +217,8 @@ def run_requests(
         key = f"{ingest_id}:{start}-{end}"
         if earlier:  # a finished run already used the plain key: Dagster would skip a repeat
             key += f":attempt-{len(earlier) + 1}"
-        requests.append(
-            RunRequest(run_key=key, run_config=bronze_run_config(spec, end, key_prefix), tags=tags)
-        )
+        run_config = bronze_run_config(spec, end, options.key_prefix)
+        requests.append(RunRequest(run_key=key, run_config=run_config, tags=tags))
     return requests
 
 
@@ -229,57 +226,31 @@ def build_stream_sensor(
     *,
     spec: IngestSpec,
     job,
-    min_messages: int = 1,
-    max_wait: dt.timedelta | None = dt.timedelta(minutes=15),
-    minimum_interval_seconds: int = 30,
-    tick_budget: float = 20.0,
-    max_runs_per_tick: int = 50,
-    max_retries: int = 3,
-    default_status: DefaultSensorStatus = DefaultSensorStatus.STOPPED,
-    name: str | None = None,
-    key_prefix: str = "bronze",
-    clock: Clock = utc_now,
+    options: StreamSensorOptions = DEFAULT_STREAM_SENSOR_OPTIONS,
 ) -> SensorDefinition:
     """Builds the sensor that requests `job` runs as `spec`'s stream advances.
 
     Args:
         spec: the ingest.
         job: the job materialising `spec`'s bronze asset (e.g. a `define_asset_job`).
-        min_messages: new messages that justify a run at once.
-        max_wait: after this long since the last requested run, any new message does; None
-            waits for `min_messages` forever.
-        minimum_interval_seconds: seconds between ticks.
-        tick_budget: seconds a tick may spend on NATS (well under Dagster's 60 s).
-        max_runs_per_tick: the most range runs one tick requests (the rest: later ticks).
-        max_retries: failed runs of one range after which ticks fail instead of retrying.
-        default_status: whether the sensor runs once deployed.
-        name: the sensor's name; default `<spec.name>_stream_sensor`.
-        key_prefix: the bronze asset's key prefix (as given to `build_bronze_asset`).
-        clock: the current time (UTC).
+        options: when a tick requests runs (`min_messages`, `max_wait`), how often and how
+            long it ticks, its retries, name, status, key prefix and clock; see
+            `StreamSensorOptions` (which checks the bounds when it is built).
 
     Returns:
         The sensor; it needs the `jetstream` resource.
-
-    Raises:
-        ValueError: a bound out of range.
     """
-    sensor_name = name or f"{spec.name}_stream_sensor"
-    if min_messages < 1 or max_runs_per_tick < 1 or max_retries < 1 or not 0 < tick_budget < 60:
-        raise ValueError(
-            f"sensor {sensor_name!r}: min_messages, max_runs_per_tick and max_retries must be "
-            f">= 1 and tick_budget within (0, 60) seconds, got {min_messages!r}, "
-            f"{max_runs_per_tick!r}, {max_retries!r}, {tick_budget!r}"
-        )
+    sensor_name = options.sensor_name(spec)
     ingest_id = f"{spec.stream}:{spec.durable}"
 
     @sensor(
         name=sensor_name,
         job=job,
-        minimum_interval_seconds=minimum_interval_seconds,
-        default_status=default_status,
-        description=f"Requests runs of {key_prefix}/{spec.name} when stream {spec.stream} "
-        f"moves past consumer {spec.durable}'s committed position "
-        f"(>= {min_messages} messages, or any after {max_wait}).",
+        minimum_interval_seconds=options.minimum_interval_seconds,
+        default_status=options.default_status,
+        description=f"Requests runs of {options.key_prefix}/{spec.name} when stream "
+        f"{spec.stream} moves past consumer {spec.durable}'s committed position "
+        f"(>= {options.min_messages} messages, or any after {options.max_wait}).",
     )
     def stream_sensor(context: SensorEvaluationContext, jetstream: JetStreamResource):
         cursor = StreamSensorCursor.decode(context.cursor, warn=context.log.warning)
@@ -291,7 +262,7 @@ def build_stream_sensor(
             reason = f"a run of ingest {ingest_id!r} is queued or in progress ({ids}); waiting"
             return SensorResult(skip_reason=SkipReason(reason), cursor=cursor.to_json())
         try:
-            with tick_client(jetstream, tick_budget) as client:
+            with tick_client(jetstream, options.tick_budget) as client:
                 position = read_position(client, spec)
         except JetStreamError as error:
             raise SensorTickError(
@@ -302,28 +273,12 @@ def build_stream_sensor(
                 consumer=spec.durable,
                 server=jetstream.servers,
             ) from error
-        decision = decide(
-            position,
-            cursor,
-            clock(),
-            spec=spec,
-            min_messages=min_messages,
-            max_wait=max_wait,
-            max_runs=max_runs_per_tick,
-        )
+        decision = decide(position, cursor, options.clock(), spec=spec, options=options)
         if decision.skip is not None:
             return SensorResult(
                 skip_reason=SkipReason(decision.skip), cursor=decision.cursor.to_json()
             )
-        requests = run_requests(
-            decision.ranges,
-            position,
-            spec,
-            context.instance,
-            sensor_name=sensor_name,
-            key_prefix=key_prefix,
-            max_retries=max_retries,
-        )
+        requests = run_requests(decision.ranges, position, spec, context.instance, options=options)
         context.log.info(f"{ingest_id}: requesting {', '.join(r.run_key for r in requests)}")
         return SensorResult(run_requests=requests, cursor=decision.cursor.to_json())
 

@@ -26,8 +26,9 @@ from pipelines.delta_tables import merge_insert_only, table_exists
 from pipelines.delta_tables import table_version as delta_version
 from pipelines.ingest.bronze import BRONZE_SCHEMA, PARTITION_COLUMNS, BronzeColumns
 from pipelines.ingest.checkpoint import Checkpoint, CheckpointStore
-from pipelines.ingest.engine import Hook, IngestResult, ensure_consumer, take_lease
-from pipelines.ingest.lease import Clock, utc_now
+from pipelines.ingest.engine import IngestResult, ensure_consumer, take_lease
+from pipelines.ingest.lease import Clock
+from pipelines.ingest.options import DEFAULT_RUN_OPTIONS, IngestRunOptions
 from pipelines.ingest.spec import IngestSpec
 from resources.jetstream import JetStreamClient, JsMessage, KeyValueBucket
 
@@ -42,11 +43,13 @@ def run_durable_ingest(
     *,
     checkpoints: KeyValueBucket,
     run_id: str,
-    clock: Clock = utc_now,
-    hook: Hook | None = None,
+    options: IngestRunOptions = DEFAULT_RUN_OPTIONS,
 ) -> IngestResult:
-    """Lands what the durable consumer delivers, acknowledging only after the Delta commit."""
-    hook = hook or (lambda step: None)
+    """Lands what the durable consumer delivers, acknowledging only after the Delta commit.
+
+    `options.until` does not apply: deliveries come in the consumer's order, not by sequence.
+    """
+    clock, hook = options.clock, options.hook or (lambda step: None)
     started = time.monotonic()
     ensure_consumer(client, spec)
     lease = take_lease(checkpoints, spec, run_id, clock)

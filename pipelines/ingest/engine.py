@@ -29,7 +29,6 @@ from __future__ import annotations
 import logging
 import sys
 import time
-from collections.abc import Callable
 from dataclasses import dataclass, replace
 
 from py4j.protocol import Py4JJavaError
@@ -44,7 +43,8 @@ from pipelines.ingest.bronze import (
 )
 from pipelines.ingest.checkpoint import Checkpoint, CheckpointStore, SeqRange
 from pipelines.ingest.errors import DataLossError, RangeWriteError, spark_failure_reason
-from pipelines.ingest.lease import Clock, Lease, LeaseKeeper, acquire_lease, utc_now
+from pipelines.ingest.lease import Clock, Lease, LeaseKeeper, acquire_lease
+from pipelines.ingest.options import DEFAULT_RUN_OPTIONS, IngestRunOptions
 from pipelines.ingest.plan import StreamPosition, plan_range, removed_by_limits
 from pipelines.ingest.reader import RangeRead, read_range
 from pipelines.ingest.spec import IngestSpec, OnDataLoss
@@ -53,9 +53,8 @@ from resources.jetstream.errors import ConsumerNotFoundError
 
 log = logging.getLogger(__name__)
 
-# The points between steps, in order; `hook(step)` is called at each (tests crash there).
+# The points between steps, in order; `options.hook(step)` is called at each (tests crash there).
 STEPS = ("planned", "committed", "consumer_advanced", "checkpoint_marked")
-Hook = Callable[[str], None]
 
 
 @dataclass(frozen=True)
@@ -133,10 +132,8 @@ class IngestRun:
         table_path: where its bronze Delta table lives.
         checkpoints: the KV bucket for checkpoints and leases.
         run_id: recorded on rows, in the checkpoint and as the lease holder.
-        clock: the current time.
-        hook: called with each name in `STEPS` as the run passes it.
-        until: the last sequence this run may take (a backfill piece's end); None for no bound
-            beyond the spec's per-run limits.
+        options: the clock, a hook called with each name in `STEPS` as the run passes it,
+            and `until`, the last sequence this run may take (see `IngestRunOptions`).
     """
 
     def __init__(
@@ -148,9 +145,7 @@ class IngestRun:
         *,
         checkpoints: KeyValueBucket,
         run_id: str,
-        clock: Clock = utc_now,
-        hook: Hook | None = None,
-        until: int | None = None,
+        options: IngestRunOptions = DEFAULT_RUN_OPTIONS,
     ) -> None:
         self.client = client
         self.spark = spark
@@ -159,9 +154,9 @@ class IngestRun:
         self.store = CheckpointStore(checkpoints)
         self.checkpoints = checkpoints
         self.run_id = run_id
-        self.clock = clock
-        self.hook = hook or (lambda step: None)
-        self.until = until
+        self.clock = options.clock
+        self.hook = options.hook or (lambda step: None)
+        self.until = options.until
 
     def run(self) -> IngestResult:
         """Lands the next range (or finishes an interrupted one) exactly once."""
@@ -373,19 +368,9 @@ def run_ingest(
     *,
     checkpoints: KeyValueBucket,
     run_id: str,
-    clock: Clock = utc_now,
-    hook: Hook | None = None,
-    until: int | None = None,
+    options: IngestRunOptions = DEFAULT_RUN_OPTIONS,
 ) -> IngestResult:
     """Runs one exactly-once ingest (see `IngestRun`)."""
     return IngestRun(
-        client,
-        spark,
-        spec,
-        table_path,
-        checkpoints=checkpoints,
-        run_id=run_id,
-        clock=clock,
-        hook=hook,
-        until=until,
+        client, spark, spec, table_path, checkpoints=checkpoints, run_id=run_id, options=options
     ).run()

@@ -35,6 +35,7 @@ from typing import Any
 import pyarrow as pa
 
 from pipelines.ingest.engine import run_ingest
+from pipelines.ingest.options import IngestRunOptions
 from pipelines.ingest.replay import replay_range
 from pipelines.ingest.spec import IngestSpec
 from resources.jetstream import JetStreamResource
@@ -111,7 +112,7 @@ def main(argv: list[str]) -> int:
                     path,
                     checkpoints=ingest.checkpoints,
                     run_id=step["run_id"],
-                    hook=kill_at(crash) if crash else None,
+                    options=IngestRunOptions(hook=kill_at(crash) if crash else None),
                 )
                 steps.append(dataclasses.asdict(result))
             elif step["do"] == "replay":

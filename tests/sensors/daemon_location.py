@@ -21,6 +21,7 @@ from resources.jetstream import JetStreamResource, StreamSpec
 from resources.lakehouse import LakehouseResource
 from resources.spark import SparkResource
 from sensors.stream import build_stream_sensor
+from sensors.stream_options import StreamSensorOptions
 
 STREAM = os.environ["JSL_TEST_STREAM"]
 
@@ -49,8 +50,9 @@ defs = Definitions(
         build_stream_sensor(
             spec=INGEST,
             job=ingest_job,
-            minimum_interval_seconds=1,
-            default_status=DefaultSensorStatus.RUNNING,
+            options=StreamSensorOptions(
+                minimum_interval_seconds=1, default_status=DefaultSensorStatus.RUNNING
+            ),
         )
     ],
     resources={

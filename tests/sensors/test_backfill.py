@@ -13,6 +13,7 @@ from resources.jetstream import StreamSpec
 from resources.lakehouse import LakehouseResource
 from resources.spark import SparkResource
 from sensors.stream import build_stream_sensor
+from sensors.stream_options import StreamSensorOptions
 from tests.pipelines.ingest.harness import Ingest, assert_landed_exactly_once, publish_events
 from tests.sensors.conftest import NOW, context_for
 
@@ -30,7 +31,7 @@ def test_backfill_pieces_run_in_shuffled_order_land_every_message_exactly_once(
         "lakehouse": LakehouseResource(root=str(table_root)),
     }
     job = define_asset_job("ingest", selection=AssetSelection.assets(bronze))
-    sensor = build_stream_sensor(spec=spec, job=job, clock=lambda: NOW)
+    sensor = build_stream_sensor(spec=spec, job=job, options=StreamSensorOptions(clock=lambda: NOW))
 
     def tick(cursor):
         with context_for(dagster_instance, jetstream_resource, cursor) as context:

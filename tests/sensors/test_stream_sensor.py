@@ -11,16 +11,16 @@ from dagster import AssetSelection, DagsterRunStatus, SensorResult, define_asset
 from assets.bronze import bronze_run_config, build_bronze_asset
 from pipelines.ingest.checkpoint import Checkpoint, CheckpointStore, SeqRange
 from resources.jetstream import JetStreamResource
+from sensors import SensorTickError, StreamSensorOptions, build_stream_sensor
 from sensors.cursor import StreamSensorCursor
-from sensors.stream import SensorTickError, build_stream_sensor
 from tests.sensors.conftest import NOW, context_for, publish, record_run
 
 
-def make_sensor(spec, **options):
-    job = define_asset_job(
-        f"ingest_{spec.name}", selection=AssetSelection.assets(build_bronze_asset(spec))
-    )
-    return build_stream_sensor(spec=spec, job=job, clock=lambda: NOW, **options)
+def make_sensor(spec, **fields):
+    selection = AssetSelection.assets(build_bronze_asset(spec))
+    job = define_asset_job(f"ingest_{spec.name}", selection=selection)
+    options = StreamSensorOptions(clock=lambda: NOW, **fields)
+    return build_stream_sensor(spec=spec, job=job, options=options)
 
 
 def tick(sensor, instance, jetstream_resource, cursor=None) -> SensorResult:

@@ -26,6 +26,7 @@ from pipelines.file_trash.topology import (
     REPLAY_REQUESTS,
 )
 from pipelines.ingest.lease import acquire_lease
+from pipelines.ingest.options import IngestRunOptions
 from pipelines.ingest.run import ingest
 from pipelines.watermarks import WatermarkStore
 from resources.jetstream import EmbeddedNatsServer, JetStreamResource, reconcile
@@ -254,7 +255,7 @@ def test_a_run_stopped_after_planning_shows_its_planned_range(bare_server, spark
                 str(tmp_path / "bronze"),
                 checkpoints=js.key_value(CHECKPOINTS.bucket),
                 run_id="run-that-stopped",
-                hook=crash_after_planning,
+                options=IngestRunOptions(hook=crash_after_planning),
             )
 
     doc = status_json(bare_server, capsys)

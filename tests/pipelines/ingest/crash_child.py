@@ -16,6 +16,7 @@ import signal
 import sys
 
 from pipelines.ingest.engine import STEPS, run_ingest
+from pipelines.ingest.options import IngestRunOptions
 from pipelines.ingest.spec import IngestSpec
 from resources.jetstream import JetStreamResource
 from resources.spark import SparkResource
@@ -50,7 +51,7 @@ def main(argv: list[str]) -> int:
             table_path,
             checkpoints=js.create_key_value(spec.checkpoint_bucket_spec()),
             run_id=run_id,
-            hook=kill_at(step),
+            options=IngestRunOptions(hook=kill_at(step)),
         )
     return 0
 

@@ -18,7 +18,8 @@ from pyspark.sql import SparkSession
 
 from pipelines.file_trash.events import FILE_DELETED_SUBJECT, generate_file_deleted_events
 from pipelines.ingest.checkpoint import Checkpoint, CheckpointStore
-from pipelines.ingest.engine import Hook, IngestResult, run_ingest
+from pipelines.ingest.engine import IngestResult, run_ingest
+from pipelines.ingest.options import Hook, IngestRunOptions
 from pipelines.ingest.spec import IngestSpec
 from resources.jetstream import JetStreamClient, KeyValueBucket, StreamSpec
 
@@ -59,7 +60,13 @@ class Ingest:
         """One `run_ingest` of this ingest, with `spec_changes` applied to its spec."""
         spec = replace(self.spec, **spec_changes) if spec_changes else self.spec
         return run_ingest(
-            js, spark, spec, self.path, checkpoints=self.checkpoints, run_id=run_id, hook=hook
+            js,
+            spark,
+            spec,
+            self.path,
+            checkpoints=self.checkpoints,
+            run_id=run_id,
+            options=IngestRunOptions(hook=hook),
         )
 
     def checkpoint(self) -> Checkpoint | None:

@@ -6,6 +6,7 @@ import pytest
 from delta.tables import DeltaTable
 
 from pipelines.ingest.checkpoint import CheckpointStore
+from pipelines.ingest.options import IngestRunOptions
 from pipelines.ingest.run import ingest
 from pipelines.ingest.spec import IngestSpec
 from resources.jetstream import Retention, StreamSpec
@@ -59,7 +60,13 @@ def test_crash_after_commit_before_acks_is_absorbed_when_the_messages_come_back(
 
     with pytest.raises(Crash):
         ingest(
-            js, spark, spec, path, checkpoints=checkpoints, run_id="r1", hook=crash_at("committed")
+            js,
+            spark,
+            spec,
+            path,
+            checkpoints=checkpoints,
+            run_id="r1",
+            options=IngestRunOptions(hook=crash_at("committed")),
         )
     assert js.streams.info(spec.stream).messages == 60  # nothing acknowledged
     time.sleep(ACK_WAIT + 0.5)  # let ack_wait pass so the server redelivers
