@@ -59,6 +59,7 @@ class IngestConfig(Config):
 
     end_seq: int | None = Field(
         default=None,
+        ge=1,
         description="The last stream sequence this run may take (a backfill piece's end); "
         "unset: up to the stream's last sequence, within the ingest's per-run limits.",
     )

@@ -29,8 +29,8 @@ from pipelines.provisioning import declared_topology
 from pipelines.settings import PROJECT_DIR, Settings
 from pipelines.supervise import Supervisor
 from resources.jetstream import EmbeddedNatsServer, JetStreamClient, JetStreamResource, reconcile
-from resources.jetstream.connection.environment import CREDENTIAL_VARIABLES
 from resources.jetstream.connection.settings import redact_url
+from resources.jetstream.environment import CREDENTIAL_VARIABLES
 
 DEFAULT_BAD_SHARE = 0.05
 # The second pass: the ingests and silver, which take in what the first pass published.

@@ -27,8 +27,9 @@ LAYERS = (
     ("streams",),
     ("consumers", "kv", "objects", "publishing", "server"),
     ("client",),
-    ("resource", "topology", "metadata"),
+    ("resource", "environment", "topology", "metadata"),
 )
+TOP = len(LAYERS)  # the package's own __init__: the public names, above everything
 
 
 def module_files() -> dict[str, Path]:
@@ -98,12 +99,14 @@ def find_cycle(graph: dict[str, set[str]]) -> list[str] | None:
     return None
 
 
-def layer_of(module: str) -> int | None:
-    """The index in LAYERS of a `resources.jetstream` module (None: the package itself)."""
+def layer_of(module: str) -> int:
+    """The index in LAYERS of a `resources.jetstream` module (TOP: the package itself)."""
     if module == JETSTREAM:
-        return None
+        return TOP
     top = module.removeprefix(JETSTREAM + ".").split(".")[0]
-    return next(i for i, names in enumerate(LAYERS) if top in names)
+    layer = next((i for i, names in enumerate(LAYERS) if top in names), None)
+    assert layer is not None, f"{module}: add {top!r} to a layer in LAYERS ({__file__})"
+    return layer
 
 
 def test_no_module_imports_itself_through_others():
@@ -142,10 +145,33 @@ def test_jetstream_modules_import_only_their_layer_and_below(module):
     above = sorted(
         target
         for target in import_graph()[module]
-        if target.startswith(JETSTREAM)
-        and (layer := layer_of(target)) is not None
-        and own is not None
-        and layer > own
+        if (target == JETSTREAM or target.startswith(JETSTREAM + ".")) and layer_of(target) > own
     )
 
-    assert above == [], f"{module} (layer {LAYERS[own]}) imports a higher layer: {above}"
+    assert above == [], f"{module} (layer {own}) imports from a higher layer: {above}"
+
+
+def imports_dagster(path: Path) -> bool:
+    for node in ast.walk(ast.parse(path.read_text(), filename=str(path))):
+        names = (
+            [alias.name for alias in node.names]
+            if isinstance(node, ast.Import)
+            else [node.module or ""]
+            if isinstance(node, ast.ImportFrom) and not node.level
+            else []
+        )
+        if any(name == "dagster" or name.startswith("dagster.") for name in names):
+            return True
+    return False
+
+
+def test_dagster_is_imported_only_by_the_top_layer_of_the_jetstream_package():
+    """The client works without Dagster; the resource and its metadata wrap it for Dagster."""
+    below = sorted(
+        name
+        for name, path in module_files().items()
+        if name.startswith(JETSTREAM + ".") and layer_of(name) < len(LAYERS) - 1
+        if imports_dagster(path)
+    )
+
+    assert below == []

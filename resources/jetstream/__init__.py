@@ -18,10 +18,10 @@ from resources.jetstream.objects.meta import ObjectInfo, ObjectLink, ObjectStore
 from resources.jetstream.objects.spec import ObjectStoreSpec
 from resources.jetstream.resource import JetStreamResource
 from resources.jetstream.server.embedded import EmbeddedNatsServer
-from resources.jetstream.streams.messages import StoredMessage
 from resources.jetstream.streams.source import StreamSource
 from resources.jetstream.streams.spec import Compression, Discard, Retention, Storage, StreamSpec
 from resources.jetstream.streams.state import StreamState
+from resources.jetstream.streams.stored import StoredMessage
 from resources.jetstream.topology.plan import Change, Topology, plan, reconcile
 
 __all__ = [

@@ -10,8 +10,8 @@ from dagster import ConfigurableResource, EnvVar, InitResourceContext
 from pydantic import Field, PrivateAttr
 
 from resources.jetstream.client import JetStreamClient
-from resources.jetstream.connection.environment import resource_fields_from_env
 from resources.jetstream.connection.settings import ConnectionSettings, parse_servers
+from resources.jetstream.environment import resource_fields_from_env
 from resources.jetstream.errors import InvalidArgumentError
 
 

@@ -3,6 +3,8 @@
 - `settings`: `ConnectionSettings` (servers, auth, TLS, timeouts, API prefix or domain).
 - `credentials`: checks of credential files and the TLS context.
 - `connect`: `open_connection`, the nats-py connect with the project's callbacks.
-- `errors`: what a failed connect means (unreachable, refused credentials, TLS).
-- `environment`: the `NATS_*` environment variables the resource reads.
+- `failures`: what a failed connect means (unreachable, refused credentials, TLS).
+
+The `NATS_*` environment variables the resource reads are one level up, in
+`resources/jetstream/environment.py`, next to the Dagster resource that uses them.
 """

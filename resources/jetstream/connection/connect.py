@@ -5,7 +5,7 @@ an unreachable server, a wrong password or an untrusted certificate raises a cle
 `ConnectionFailedError` subclass naming the server and the cause instead of hanging. A
 rejection that retrying cannot cure (credentials, certificates) ends the attempt as soon as
 every configured server has given it, rather than when the timeout runs out; which error a
-failure becomes is decided in `errors.py`.
+failure becomes is decided in `failures.py`.
 
 Credential and certificate files are read before any network I/O (`credentials.py`), so a
 missing or malformed file is an `InvalidArgumentError` naming the option. When TLS is asked
@@ -25,7 +25,7 @@ from collections.abc import Callable
 
 from nats.aio.client import Client as NATS
 
-from resources.jetstream.connection.errors import (
+from resources.jetstream.connection.failures import (
     CONNECT_ERRORS,
     DROPPED_IN_HANDSHAKE,
     PlaintextRefusedError,

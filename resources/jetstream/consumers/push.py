@@ -28,7 +28,7 @@ if TYPE_CHECKING:
     from resources.jetstream.core.session import Session
 
 
-UNBIND_CHECKS, UNBIND_PAUSE = 10, 0.1  # how long a just-closed subscriber may look bound
+UNBIND_WAIT, UNBIND_PAUSE = 1.0, 0.1  # seconds a subscriber that just left may look bound
 
 
 class PushSubscription:
@@ -196,21 +196,27 @@ def subscribe_push(
     validate_seq("pending_msgs_limit", pending_msgs_limit)
     where = f"consumer {durable!r} of stream {stream!r}"
 
+    # The server's `push_bound` follows interest asynchronously: it can lag a new subscriber
+    # and outlive one that has just left. This client's own live subscriptions are known at
+    # once (read here, on the caller's thread, from a copy); for another process's, a
+    # subscriber that has just unsubscribed may still show as bound for a moment, so the
+    # server is asked again for up to UNBIND_WAIT seconds.
+    bound_here = any(
+        isinstance(sub, PushSubscription)
+        and not sub._closed
+        and sub._still_connected()
+        and (sub.stream, sub.consumer) == (stream, durable)
+        for sub in list(client.subscriptions)
+    )
+    wait = min(UNBIND_WAIT, client.settings.request_timeout / 2)
+
     async def bind() -> JetStreamContext.PushSubscription:
         info = await client.jsm.consumer_info(stream, durable)
-        # The server's `push_bound` follows interest asynchronously: it can lag a new
-        # subscriber and outlive one that has just left. This client's own open
-        # subscriptions are known at once; for the others (another process), a subscriber
-        # that has just unsubscribed may still show as bound for a moment, so look again.
-        bound_here = any(
-            isinstance(sub, PushSubscription)
-            and not sub._closed
-            and (sub.stream, sub.consumer) == (stream, durable)
-            for sub in client.subscriptions
-        )
-        for _ in range(UNBIND_CHECKS):
-            if bound_here or info.config.deliver_group or not info.push_bound:
-                break
+        deadline = time.monotonic() + wait
+        while (
+            not (bound_here or info.config.deliver_group or not info.push_bound)
+            and time.monotonic() < deadline
+        ):
             await asyncio.sleep(UNBIND_PAUSE)
             info = await client.jsm.consumer_info(stream, durable)
         config = info.config

@@ -86,7 +86,7 @@ class ConsumerSpec:
 
     A consumer with `deliver_subject` is a push consumer; without, a pull consumer. A field
     left None takes the server's default on create, and is kept as the server has it by
-    `update` and `topology.reconcile`.
+    `update` and `topology.plan.reconcile`.
 
     Examples:
         >>> ConsumerSpec(stream="FILE_EVENTS", durable="lakehouse-bronze",

@@ -11,7 +11,7 @@ whole configuration (the server answers a repeat with the same object), and a co
 reset to a sequence. A call that is not (a purge, a delete, a publish without a msg-id)
 is retried only after errors that prove it was never applied (`unanswered`): no responders,
 or a 503. A compare-and-set is retried on timeouts too, and the caller recognises a repeat
-whose first attempt had landed by reading back (see `kv.KeyValueBucket`).
+whose first attempt had landed by reading back (see `kv.stream.KvStream._call`).
 """
 
 from __future__ import annotations

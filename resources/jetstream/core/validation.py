@@ -102,4 +102,10 @@ def validate_aware_datetime(what: str, value: dt.datetime) -> dt.datetime:
     return value.astimezone(dt.UTC)
 
 
-__all__ = ["validate_aware_datetime", "validate_name", "validate_seq", "validate_subject"]
+__all__ = [
+    "validate_aware_datetime",
+    "validate_bucket",
+    "validate_name",
+    "validate_seq",
+    "validate_subject",
+]

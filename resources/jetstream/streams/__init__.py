@@ -4,6 +4,6 @@
 - `state`: `StreamState`, a stream's config and counters as read back.
 - `source`: `StreamSource`, a mirror's or a source's origin.
 - `manage`: `Streams`, what `client.streams` is (add, info, update, list, delete).
-- `messages`: reading, deleting and purging stored messages (a base of `Streams`).
+- `stored`: reading, deleting and purging stored messages (a base of `Streams`).
 - `buckets`: the stream behind a KV or Object Store bucket (replicas, metadata).
 """

@@ -1,8 +1,8 @@
 """Stream management: `client.streams` (create, read, list, find, update, delete).
 
-The declared shape (`StreamSpec`) and the state read back (`StreamState`) live in
-`streams.spec`, stored messages (get, delete, purge) in `streams.messages`; `Streams`
-inherits the latter.
+The declared shape (`StreamSpec`) lives in `streams.spec`, the state read back
+(`StreamState`) in `streams.state`, and stored messages (get, delete, purge) in
+`streams.stored`, which `Streams` inherits.
 """
 
 from __future__ import annotations
@@ -21,9 +21,9 @@ from resources.jetstream.errors import (
     ServerAPIError,
     StreamNotFoundError,
 )
-from resources.jetstream.streams.messages import StreamMessages
 from resources.jetstream.streams.spec import StreamSpec
 from resources.jetstream.streams.state import StreamState
+from resources.jetstream.streams.stored import StreamMessages
 
 if TYPE_CHECKING:
     from resources.jetstream.core.session import Session

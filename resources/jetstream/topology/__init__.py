@@ -4,5 +4,6 @@
   declared, never scale a stream down unless asked).
 - `permissions`: the NATS permissions a topology's users need.
 
-These work on the `JetStreamClient` facade (they use its streams and consumers).
+`plan` works on the `JetStreamClient` facade (its streams and consumers); `permissions`
+only reads the declared specs.
 """

@@ -19,11 +19,11 @@ from dagster import DagsterInstance, EnvVar, asset, materialize
 
 from pipelines.cli import main as jsl
 from resources.jetstream import JetStreamResource
-from resources.jetstream.connection.environment import (
+from resources.jetstream.connection.settings import redact_url
+from resources.jetstream.environment import (
     CREDENTIAL_VARIABLES,
     resource_fields_from_env,
 )
-from resources.jetstream.connection.settings import redact_url
 from resources.jetstream.errors import InvalidArgumentError
 from resources.jetstream.server.embedded import EmbeddedNatsServer
 from tests.resources.jetstream.certs import make_operator_setup

@@ -24,7 +24,7 @@ from resources.jetstream.errors import (
     ServerAPIError,
     StreamNotFoundError,
 )
-from resources.jetstream.streams.messages import StoredMessage
+from resources.jetstream.streams.stored import StoredMessage
 
 
 @pytest.fixture

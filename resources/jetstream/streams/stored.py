@@ -1,6 +1,6 @@
 """Messages stored in a stream: read one by sequence or subject, delete one, purge many.
 
-`StreamMessages` is a base of `streams.Streams`, so these are `client.streams.<method>`.
+`StreamMessages` is a base of `streams.manage.Streams`, so these are `client.streams.<method>`.
 """
 
 from __future__ import annotations

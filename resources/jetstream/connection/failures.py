@@ -25,7 +25,7 @@ AUTH_REJECTIONS = ("authorization violation", "authentication expired", "authent
 # What nats-py's connect loop raises; anything else is a bug and propagates unchanged.
 CONNECT_ERRORS = (TimeoutError, OSError, nats.errors.Error)
 # A server that accepted the TCP connection, then dropped it mid-handshake: how a rejection
-# looks when its -ERR line is lost (see `connection._verdicts`), or a glitch.
+# looks when its -ERR line is lost (see `connect._verdicts`), or a glitch.
 DROPPED_IN_HANDSHAKE = (
     ConnectionResetError,
     ConnectionAbortedError,
