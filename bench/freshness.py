@@ -2,7 +2,9 @@
 
 In a temporary data directory: an embedded nats-server with the project's topology
 provisioned, a Dagster instance configured as `make dev`'s (the queued run coordinator, one
-run at a time per ingest), and `dagster-daemon run` on the project's `workspace.yaml`
+run at a time per ingest), the Spark Connect server `make dev` starts for the runs
+(`JSL_DEV_SPARK_CONNECT=off`: a JVM per run, as before), and `dagster-daemon run` on the
+project's `workspace.yaml`
 (the code location `pipelines.definitions`). The sensors `make dev` users turn on to land
 events are started: the stream sensor of the ingest `file_events` and Dagster's
 `default_automation_condition_sensor`, which runs silver after each bronze
@@ -40,6 +42,7 @@ A single 1,000-message run (the per-run fixed cost):
 from __future__ import annotations
 
 import argparse
+import contextlib
 import datetime as dt
 import json
 import os
@@ -56,7 +59,7 @@ from urllib.parse import unquote
 
 import pyarrow.parquet as pq
 
-from pipelines.demo import dagster_env, provision
+from pipelines.demo import dagster_env, provision, spark_server
 from pipelines.file_trash.generator import GOOD, generate_event_mix, publish_events
 from pipelines.settings import Settings
 from pipelines.supervise import stop_group
@@ -260,10 +263,14 @@ def main(argv: list[str] | None = None) -> dict[str, object]:
     published: dict[str, float] = {}
     print(f"rate={args.rate}/s for {args.seconds}s ({count} events) temp={root}", flush=True)
     try:
-        with EmbeddedNatsServer(store_dir=settings.nats_store_dir) as server:
+        with (
+            contextlib.ExitStack() as stack,
+            EmbeddedNatsServer(store_dir=settings.nats_store_dir) as server,
+        ):
             with JetStreamResource(servers=server.url).client() as js:
                 print(f"topology: {provision(js)}", flush=True)
-            env = dagster_env(settings, server.url)
+            remote = stack.enter_context(spark_server(settings, say=print))
+            env = dagster_env(settings, server.url) | ({"SPARK_REMOTE": remote} if remote else {})
             os.environ["DAGSTER_HOME"] = env["DAGSTER_HOME"]
             from dagster import DagsterInstance
 

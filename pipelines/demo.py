@@ -56,6 +56,38 @@ def nats_server(settings: Settings, say: Callable[[str], None] = say) -> Iterato
         yield server.url
 
 
+OFF = {"0", "off", "false", "no"}
+
+
+@contextlib.contextmanager
+def spark_server(settings: Settings, say: Callable[[str], None] = say) -> Iterator[str | None]:
+    """Yields the Spark Connect URL the runs should use, or None for a JVM per run.
+
+    `$SPARK_REMOTE` if set (a server someone else runs); None if `JSL_DEV_SPARK_CONNECT` is
+    off; else a server started here (`resources/spark_connect.py`, log in the data dir),
+    stopped on exit.
+    """
+    if os.environ.get("SPARK_REMOTE"):
+        say(f"using Spark Connect at {os.environ['SPARK_REMOTE']} (SPARK_REMOTE)")
+        yield os.environ["SPARK_REMOTE"]
+        return
+    if os.environ.get("JSL_DEV_SPARK_CONNECT", "").lower() in OFF:
+        say("Spark: a JVM per run (JSL_DEV_SPARK_CONNECT is off)")
+        yield None
+        return
+    from resources.spark import SparkSettings  # pyspark: only for `jsl dev`, not every jsl
+    from resources.spark_connect import ConnectServer
+
+    log = settings.data_dir / "spark-connect.log"
+    say(f"starting a Spark Connect server for the runs (log: {log})")
+    with ConnectServer(SparkSettings.resolve(), log) as server:
+        say(f"Spark Connect server at {server.url}; runs use it (SPARK_REMOTE)")
+        try:
+            yield server.url
+        finally:
+            say("stopping the Spark Connect server")
+
+
 def jetstream(url: str) -> JetStreamResource:
     """The resource for `url` from `nats_server`: on `$NATS_URL`, with the credentials and TLS
     files of the environment (`NATS_USER`, `NATS_CREDS`, `NATS_CA`, ...); on the embedded
@@ -254,22 +286,25 @@ def _run_steps(out: DemoOutput, settings: Settings, events: int, bad_share: floa
 def run_dev(settings: Settings | None = None, extra_args: list[str] | None = None) -> int:
     """Starts the Dagster UI and daemon (`dagster dev`) against the embedded server.
 
-    Ctrl-C (SIGINT), SIGTERM or SIGHUP go to `dagster dev`'s own process group; it gets a
-    grace period to shut down its webserver, daemon and code servers, then SIGTERM and
-    SIGKILL; whatever it left is killed; only then does the nats-server stop.
+    The runs share one Spark Connect server started here (`spark_server`; a JVM per run
+    with `JSL_DEV_SPARK_CONNECT=off`). Ctrl-C (SIGINT), SIGTERM or SIGHUP go to `dagster
+    dev`'s own process group; it gets a grace period to shut down its webserver, daemon and
+    code servers, then SIGTERM and SIGKILL; whatever it left is killed; only then do the
+    Spark Connect server and the nats-server stop.
 
     Returns:
         `dagster dev`'s exit code, or 128 + the signal's number when a signal stopped it.
     """
     settings = settings or Settings.from_env()
     settings.data_dir.mkdir(parents=True, exist_ok=True)
-    with nats_server(settings) as url:
+    with nats_server(settings) as url, spark_server(settings) as remote:
         with jetstream(url).client() as js:
             say(f"topology: {provision(js)}")
         command = dagster_command("dev", "-w", str(PROJECT_DIR / "workspace.yaml"))
         command += extra_args or []
-        say(f"running: {' '.join(command[1:])}  (Ctrl-C stops it and the nats-server)")
-        supervisor = Supervisor(command, env=dagster_env(settings, url), cwd=PROJECT_DIR, say=say)
+        say(f"running: {' '.join(command[1:])}  (Ctrl-C stops it and the servers)")
+        env = dagster_env(settings, url) | ({"SPARK_REMOTE": remote} if remote else {})
+        supervisor = Supervisor(command, env=env, cwd=PROJECT_DIR, say=say)
         code = supervisor.run()
         say(f"dagster dev exited ({code})")
         if not os.environ.get("NATS_URL"):

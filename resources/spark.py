@@ -262,15 +262,9 @@ class SparkSettings:
             )
 
 
-def session_builder(settings: SparkSettings):
-    """The configured classic `SparkSession.Builder`, before it starts.
-
-    With no `jars` given, Delta's package and the extra ones come from the jar cache when
-    `jsl setup` resolved exactly that list (`spark.jars`, nothing resolved at start-up), else
-    from Maven Central (`spark.jars.packages`).
-    """
-    from pyspark.sql import SparkSession
-
+def resolved_conf(settings: SparkSettings) -> dict[str, str]:
+    """`settings.conf()` with Delta's package swapped for the cached jars when `jsl setup`
+    resolved exactly that list (no `jars` given), so nothing is resolved at start-up."""
     conf = settings.conf()
     if not settings.jars:
         cached = cached_jars(settings.jars_dir, settings.packages())
@@ -284,8 +278,20 @@ def session_builder(settings: SparkSettings):
                 settings.jars_dir,
                 ", ".join(settings.packages()),
             )
+    return conf
+
+
+def session_builder(settings: SparkSettings):
+    """The configured classic `SparkSession.Builder`, before it starts.
+
+    With no `jars` given, Delta's package and the extra ones come from the jar cache when
+    `jsl setup` resolved exactly that list (`spark.jars`, nothing resolved at start-up), else
+    from Maven Central (`spark.jars.packages`).
+    """
+    from pyspark.sql import SparkSession
+
     builder = SparkSession.builder.master(settings.master).appName(settings.app_name)
-    for key, value in conf.items():
+    for key, value in resolved_conf(settings).items():
         builder = builder.config(key, value)
     return builder
 

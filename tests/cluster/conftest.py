@@ -1,5 +1,6 @@
 """One Spark standalone cluster (master + 2 workers) and one Spark Connect server per test
-session, both started from the pyspark wheel on loopback, and a way to run ingest steps
+session, both started from the pyspark wheel on loopback (the Connect server by the product's
+`resources.spark_connect`, as `jsl dev` starts it), and a way to run ingest steps
 against them in a child process (`ingest_child.py`).
 
 Every test here is marked `cluster` (`pytest -m cluster` selects them, `-m "not cluster"`
@@ -19,8 +20,8 @@ from typing import Any
 import pytest
 
 from resources.spark import SparkSettings
-from resources.spark_artifacts import cached_jars
-from tests.cluster.servers import StandaloneCluster, start_connect_server, start_standalone
+from resources.spark_connect import ConnectServer
+from tests.cluster.servers import StandaloneCluster, start_standalone
 
 REPO = Path(__file__).resolve().parents[2]
 CHILD_TIMEOUT = 600  # seconds
@@ -30,14 +31,6 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     for item in items:
         if Path(str(item.fspath)).is_relative_to(Path(__file__).parent):
             item.add_marker(pytest.mark.cluster)
-
-
-@pytest.fixture(scope="session")
-def delta_jars() -> tuple[list[str], list[str]]:
-    """Delta's jars from the jar cache (`jsl setup`), else its packages for Ivy."""
-    settings = SparkSettings.resolve(environ={})
-    jars = cached_jars(settings.jars_dir, settings.packages())
-    return (list(jars), []) if jars else ([], list(settings.packages()))
 
 
 @pytest.fixture(scope="session")
@@ -51,16 +44,12 @@ def standalone_cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Sta
 
 
 @pytest.fixture(scope="session")
-def connect_url(tmp_path_factory: pytest.TempPathFactory, delta_jars) -> Iterator[str]:
-    """A Spark Connect server (local[2], 1 GiB driver) with Delta's SQL extension."""
-    jars, packages = delta_jars
-    url, server = start_connect_server(
-        tmp_path_factory.mktemp("connect"), jars=jars, packages=packages
-    )
-    try:
-        yield url
-    finally:
-        server.stop()
+def connect_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    """A Spark Connect server (local[2], 1 GiB driver) with Delta, as `jsl dev` starts it."""
+    settings = SparkSettings.resolve(environ={}, driver_memory="1g", shuffle_partitions=2)
+    log = tmp_path_factory.mktemp("connect") / "connect-server.log"
+    with ConnectServer(settings, log) as server:
+        yield server.url
 
 
 def run_child(

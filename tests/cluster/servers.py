@@ -1,5 +1,5 @@
-"""Spark servers started from the pyspark wheel, as an operator would: a standalone master
-with workers (`bin/spark-class`), and a Spark Connect server with Delta (`bin/spark-submit`).
+"""A Spark standalone master with workers started from the pyspark wheel (`bin/spark-class`),
+as an operator would. (The Spark Connect server is the product's: `resources.spark_connect`.)
 
 Everything listens on loopback, on free ports, with small heaps; each process logs to a file
 in its directory, and `stop()` ends it (SIGTERM, then SIGKILL after `STOP_WAIT` seconds).
@@ -10,31 +10,19 @@ from __future__ import annotations
 import os
 import re
 import signal
-import socket
 import subprocess
-import sys
 import time
-from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
 import pyspark
 
-from resources.spark import DELTA_CATALOG, DELTA_EXTENSION
+from resources.spark_connect import free_port
 
 SPARK_HOME = Path(pyspark.__file__).resolve().parent
 SPARK_CLASS = SPARK_HOME / "bin" / "spark-class"
-SPARK_SUBMIT = SPARK_HOME / "bin" / "spark-submit"
-CONNECT_SERVER_CLASS = "org.apache.spark.sql.connect.service.SparkConnectServer"
 START_TIMEOUT = 180.0  # seconds; a loaded 2-core machine starts a JVM slowly
 STOP_WAIT = 15.0  # seconds between SIGTERM and SIGKILL
-
-
-def free_port() -> int:
-    """A TCP port nothing listens on right now (on 127.0.0.1)."""
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
 
 
 @dataclass
@@ -156,64 +144,3 @@ def start_standalone(
         cluster.stop()
         raise
     return cluster
-
-
-def start_connect_server(
-    work_dir: Path,
-    *,
-    jars: Sequence[str] = (),
-    packages: Sequence[str] = (),
-    master: str = "local[2]",
-    driver_memory: str = "1g",
-    python: str = sys.executable,
-) -> tuple[str, SparkProcess]:
-    """Starts a Spark Connect server with Delta's SQL extension and catalog.
-
-    Delta comes from local `jars` (the jar cache `jsl setup` fills) or, failing that, from
-    `packages` resolved by Ivy. Its Python workers run `python` (PYSPARK_PYTHON).
-
-    Returns:
-        The `sc://127.0.0.1:<port>` URL, and the server's process.
-    """
-    port = free_port()
-    command = [
-        str(SPARK_SUBMIT),
-        "--class",
-        CONNECT_SERVER_CLASS,
-        "--name",
-        "jsl-connect-server",
-        "--master",
-        master,
-        "--driver-memory",
-        driver_memory,
-        *(["--jars", ",".join(jars)] if jars else ["--packages", ",".join(packages)]),
-        "--conf",
-        f"spark.sql.extensions={DELTA_EXTENSION}",
-        "--conf",
-        f"spark.sql.catalog.spark_catalog={DELTA_CATALOG}",
-        "--conf",
-        f"spark.connect.grpc.binding.port={port}",
-        "--conf",
-        "spark.connect.grpc.binding.address=127.0.0.1",
-        "--conf",
-        "spark.driver.host=127.0.0.1",
-        "--conf",
-        "spark.driver.bindAddress=127.0.0.1",
-        "--conf",
-        "spark.ui.enabled=false",
-        "--conf",
-        "spark.sql.session.timeZone=UTC",
-        "--conf",
-        "spark.sql.shuffle.partitions=2",
-        "--conf",
-        "spark.databricks.delta.snapshotPartitions=2",
-    ]
-    server = SparkProcess(
-        "spark connect server", command, work_dir / "connect-server.log", {"PYSPARK_PYTHON": python}
-    ).start()
-    try:
-        server.wait_for(r"Spark Connect server started at")
-    except BaseException:
-        server.stop()
-        raise
-    return f"sc://127.0.0.1:{port}", server

@@ -1,0 +1,143 @@
+"""One long-lived Spark Connect server with Delta, shared by every run (`jsl dev` starts it).
+
+Without it, each Dagster run starts its own Spark JVM and pays for it before any work: about
+9 s to start and 7 s for the first Delta operation per run on a 2-core machine
+(docs/performance.md, "Freshness"). With `SPARK_REMOTE=sc://...` pointing at this server, the
+runs are thin Spark Connect clients of one warm JVM, and `SparkResource` needs no other change
+(the ingest already runs over Connect).
+
+The server is a `spark-submit` of Spark's `SparkConnectServer` from the pyspark wheel, with
+the same settings a local session gets (`resources.spark.resolved_conf`: driver memory,
+Delta's extension and catalog, the jar cache, UTC, the Python of this virtualenv), listening on
+loopback only. It logs to a file; `stop()` ends it (SIGTERM to its process group, SIGKILL
+after `STOP_WAIT` seconds).
+
+Examples:
+    >>> with ConnectServer(SparkSettings.resolve(), Path(".data/spark-connect.log")) as server:
+    ...     os.environ["SPARK_REMOTE"] = server.url
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import socket
+import subprocess
+import time
+from pathlib import Path
+from typing import Self
+
+import pyspark
+
+from resources.spark import LOOPBACK, SparkSettings, resolved_conf
+
+SPARK_SUBMIT = Path(pyspark.__file__).resolve().parent / "bin" / "spark-submit"
+SERVER_CLASS = "org.apache.spark.sql.connect.service.SparkConnectServer"
+READY = "Spark Connect server started at"  # what the server logs once it listens
+START_TIMEOUT = 180.0  # seconds; a loaded 2-core machine starts a JVM slowly
+STOP_WAIT = 15.0  # seconds between SIGTERM and SIGKILL
+
+
+class SparkConnectServerError(RuntimeError):
+    """The Spark Connect server did not start (its log's tail is in the message)."""
+
+
+def free_port() -> int:
+    """A TCP port nothing listens on right now (on loopback)."""
+    with socket.socket() as sock:
+        sock.bind((LOOPBACK, 0))
+        return sock.getsockname()[1]
+
+
+def server_command(settings: SparkSettings, port: int) -> list[str]:
+    """The `spark-submit` command line of a Connect server with `settings`, on `port`.
+
+    Static settings (master, driver memory, jars, extensions) can only be set here: a Connect
+    client cannot change them later.
+    """
+    conf = resolved_conf(settings)
+    conf.pop("spark.driver.memory")  # --driver-memory: the launcher sizes the JVM with it
+    conf["spark.connect.grpc.binding.address"] = LOOPBACK
+    conf["spark.connect.grpc.binding.port"] = str(port)
+    command = [str(SPARK_SUBMIT), "--class", SERVER_CLASS, "--name", "jsl-connect-server"]
+    command += ["--master", settings.master, "--driver-memory", settings.driver_memory]
+    for key, value in conf.items():
+        command += ["--conf", f"{key}={value}"]
+    return command
+
+
+class ConnectServer:
+    """A Spark Connect server process started with `start()` (or `with`), ended by `stop()`.
+
+    Attributes:
+        url: `sc://127.0.0.1:<port>`, what `SPARK_REMOTE` takes.
+        log: the server's stdout and stderr.
+    """
+
+    def __init__(self, settings: SparkSettings, log: Path, *, port: int | None = None) -> None:
+        self.settings = settings
+        self.log = log
+        self.port = port or free_port()
+        self.url = f"sc://{LOOPBACK}:{self.port}"
+        self._process: subprocess.Popen | None = None
+
+    def start(self, timeout: float = START_TIMEOUT) -> Self:
+        """Starts the server and waits until it listens.
+
+        Raises:
+            SparkConnectServerError: it exited or did not listen within `timeout` seconds;
+                the message holds the log's tail and its path.
+        """
+        self.log.parent.mkdir(parents=True, exist_ok=True)
+        env = {**os.environ, "PYSPARK_PYTHON": self.settings.python}
+        env.pop("SPARK_REMOTE", None)  # the server is not a client of another one
+        with self.log.open("wb") as out:
+            self._process = subprocess.Popen(
+                server_command(self.settings, self.port),
+                stdout=out,
+                stderr=subprocess.STDOUT,
+                env=env,
+                start_new_session=True,  # its own process group: stop() ends its children
+            )
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline and self.running:
+            if READY in self.log.read_text(errors="replace"):
+                return self
+            time.sleep(0.5)
+        code = self._process.poll()
+        self.stop()
+        what = (
+            f"exited with code {code}" if code is not None else f"is not up after {timeout:.0f} s"
+        )
+        tail = self.log.read_text(errors="replace")[-2000:]
+        raise SparkConnectServerError(
+            f"the Spark Connect server on port {self.port} {what}; its log is {self.log}. "
+            "Check Java 17 (`java -version`) and that `jsl setup` cached Delta's jars, or run "
+            f"without it (JSL_DEV_SPARK_CONNECT=off). The log ends:\n{tail}"
+        )
+
+    @property
+    def running(self) -> bool:
+        return self._process is not None and self._process.poll() is None
+
+    def stop(self) -> None:
+        """SIGTERM to the server's process group, then SIGKILL after `STOP_WAIT` seconds."""
+        process, self._process = self._process, None
+        if process is None or process.poll() is not None:
+            return
+        for sig, wait in ((signal.SIGTERM, STOP_WAIT), (signal.SIGKILL, 5.0)):
+            try:
+                os.killpg(process.pid, sig)
+            except ProcessLookupError:
+                return
+            try:
+                process.wait(timeout=wait)
+                return
+            except subprocess.TimeoutExpired:
+                continue
+
+    def __enter__(self) -> Self:
+        return self.start()
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.stop()
