@@ -10,6 +10,7 @@ from dagster import (
     AssetKey,
     AssetsDefinition,
     AssetSelection,
+    AutomationConditionSensorDefinition,
     Definitions,
     JobDefinition,
     define_asset_job,
@@ -83,6 +84,19 @@ file_trash_pipeline_job = define_asset_job(
     description="Everything: the ingests, silver with its checks, gold, downstream events.",
 )
 
+# Declarative automation for the whole code location (silver after a replay or a bronze run
+# launched alone, gold and the downstream events after silver, declared aggregates), in place
+# of Dagster's default_automation_condition_sensor, whose interval is fixed at 30 s. Each
+# asset waits on average half the interval after its upstream commits (docs/automation.md).
+automation_sensor = AutomationConditionSensorDefinition(
+    "lakehouse_automation_sensor",
+    target=AssetSelection.all(),
+    minimum_interval_seconds=settings.automation_interval_seconds,
+    description="Runs each asset with an automation condition when its upstream commits, "
+    f"evaluated every {settings.automation_interval_seconds} s "
+    "(JSL_AUTOMATION_INTERVAL_SECONDS).",
+)
+
 
 def _code_location() -> tuple[Definitions, JobDefinition]:
     """The code location's Definitions, and its maintenance job over every Delta table an
@@ -96,6 +110,7 @@ def _code_location() -> tuple[Definitions, JobDefinition]:
             assets=FILE_TRASH_ASSETS,
             jobs=[file_trash_pipeline_job, daily_gold_job, generate_file_events_job, maintain],
             schedules=[daily_gold_schedule, delta_maintenance_schedule],
+            sensors=[automation_sensor],
             # One process, so one Spark JVM, per run: the default multiprocess executor would
             # start a JVM (and resolve the Delta jars) for every step, which costs more than it
             # saves here.

@@ -20,6 +20,7 @@ from pathlib import Path
 
 PROJECT_DIR = Path(__file__).resolve().parents[1]
 DEFAULT_NATS_URL = "nats://127.0.0.1:4222"
+DEFAULT_AUTOMATION_INTERVAL = 5
 
 
 @dataclass(frozen=True)
@@ -30,13 +31,16 @@ class Settings:
     lakehouse_root: str
     nats_url: str
     nats_replicas: int | None = None
+    automation_interval_seconds: int = DEFAULT_AUTOMATION_INTERVAL
 
     @classmethod
     def from_env(cls, environ: dict[str, str] | None = None) -> Settings:
         """Reads the settings from `environ` (default: the process environment).
 
         Raises:
-            ValueError: `JSL_NATS_REPLICAS` is set but not a number from 1 to 5.
+            ValueError: `JSL_NATS_REPLICAS` is set but not a number from 1 to 5, or
+                `JSL_AUTOMATION_INTERVAL_SECONDS` is set but not a whole number of seconds
+                from 1.
         """
         env = os.environ if environ is None else environ
         data_dir = Path(env.get("LAKEHOUSE_DATA_DIR") or PROJECT_DIR / ".data").resolve()
@@ -45,6 +49,7 @@ class Settings:
             lakehouse_root=env.get("LAKEHOUSE_ROOT") or str(data_dir / "lakehouse"),
             nats_url=env.get("NATS_URL") or DEFAULT_NATS_URL,
             nats_replicas=_replicas(env.get("JSL_NATS_REPLICAS")),
+            automation_interval_seconds=_interval(env.get("JSL_AUTOMATION_INTERVAL_SECONDS")),
         )
 
     @property
@@ -65,5 +70,17 @@ def _replicas(value: str | None) -> int | None:
         raise ValueError(
             f"JSL_NATS_REPLICAS must be a number from 1 to 5 (3 on a three-node JetStream "
             f"cluster), or unset for the server's default; got {value!r}"
+        )
+    return int(value)
+
+
+def _interval(value: str | None) -> int:
+    if not value or not value.strip():
+        return DEFAULT_AUTOMATION_INTERVAL
+    if not value.strip().isdigit() or int(value) < 1:
+        raise ValueError(
+            "JSL_AUTOMATION_INTERVAL_SECONDS must be a whole number of seconds from 1 (the "
+            f"daemon evaluates at most every 5), or unset for {DEFAULT_AUTOMATION_INTERVAL}; "
+            f"got {value!r}"
         )
     return int(value)

@@ -64,6 +64,8 @@ class BronzeIngest:
         replay: build the replay job and the replay-request sensor for this ingest.
         sensor_interval: seconds between the stream sensor's ticks (docs/automation.md,
             "Freshness and load").
+        same_run: assets the ingest's job materialises right after bronze, in the same run
+            (the contract's silver: one run per batch instead of two, docs/automation.md).
     """
 
     spec: IngestSpec
@@ -72,6 +74,7 @@ class BronzeIngest:
     upstream: tuple[AssetKey, ...] = ()
     replay: bool = False
     sensor_interval: int = DEFAULT_SENSOR_INTERVAL
+    same_run: tuple[AssetKey, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -116,14 +119,7 @@ def build_stream(
         for ingest in ingests
     }
     jobs = {
-        ingest.spec.name: define_asset_job(
-            f"ingest_{ingest.spec.name}",
-            selection=AssetSelection.assets(bronze[ingest.spec.name]),
-            description=f"Land {stream.name}'s pending messages for consumer "
-            f"{ingest.spec.durable!r} in {ingest.spec.table}.",
-            # The run queue runs one at a time per ingest (docs/automation.md).
-            tags={INGEST_TAG: ingest.spec.app_id},
-        )
+        ingest.spec.name: _ingest_job(stream, ingest, bronze[ingest.spec.name])
         for ingest in ingests
     }
     sensors = [
@@ -133,6 +129,7 @@ def build_stream(
             options=StreamSensorOptions(
                 key_prefix=ingest.key_prefix, minimum_interval_seconds=ingest.sensor_interval
             ),
+            assets=(*bronze[ingest.spec.name].keys, *ingest.same_run),
         )
         for ingest in ingests
     ]
@@ -164,6 +161,29 @@ def build_stream(
         ingest_jobs=jobs,
         observation_sensor=observation_sensor,
         tables=tuple(ingest.spec.table for ingest in ingests),
+    )
+
+
+def _ingest_job(
+    stream: StreamSpec, ingest: BronzeIngest, bronze: AssetsDefinition
+) -> UnresolvedAssetJobDefinition:
+    """The job the ingest's sensor launches: its bronze asset, then `ingest.same_run` (with
+    their checks) in the same run."""
+    description = (
+        f"Land {stream.name}'s pending messages for consumer {ingest.spec.durable!r} in "
+        f"{ingest.spec.table}"
+    )
+    selection = AssetSelection.assets(bronze)
+    if ingest.same_run:
+        selection = selection | AssetSelection.assets(*ingest.same_run)
+        then = ", ".join(key.to_user_string() for key in ingest.same_run)
+        description += f", then materialise {then} in the same run"
+    return define_asset_job(
+        f"ingest_{ingest.spec.name}",
+        selection=selection,
+        description=description + ".",
+        # The run queue runs one at a time per ingest (docs/automation.md).
+        tags={INGEST_TAG: ingest.spec.app_id},
     )
 
 

@@ -14,6 +14,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass, replace
 
 from dagster import (
+    AssetKey,
     DagsterInstance,
     DagsterRunStatus,
     RunRequest,
@@ -184,8 +185,10 @@ def run_requests(
     instance: DagsterInstance,
     *,
     options: StreamSensorOptions,
+    assets: Sequence[AssetKey] = (),
 ) -> list[RunRequest]:
-    """One run request per range, keyed and tagged (a backfill when there are several).
+    """One run request per range, keyed and tagged (a backfill when there are several), of
+    `assets` when given (see `build_stream_sensor`), else of the whole job.
 
     Raises:
         SensorTickError: a range already failed `options.max_retries` times.
@@ -218,7 +221,14 @@ def run_requests(
         if earlier:  # a finished run already used the plain key: Dagster would skip a repeat
             key += f":attempt-{len(earlier) + 1}"
         run_config = bronze_run_config(spec, end, options.key_prefix)
-        requests.append(RunRequest(run_key=key, run_config=run_config, tags=tags))
+        requests.append(
+            RunRequest(
+                run_key=key,
+                run_config=run_config,
+                tags=tags,
+                asset_selection=list(assets) if assets else None,
+            )
+        )
     return requests
 
 
@@ -227,6 +237,7 @@ def build_stream_sensor(
     spec: IngestSpec,
     job,
     options: StreamSensorOptions = DEFAULT_STREAM_SENSOR_OPTIONS,
+    assets: Sequence[AssetKey] = (),
 ) -> SensorDefinition:
     """Builds the sensor that requests `job` runs as `spec`'s stream advances.
 
@@ -236,6 +247,11 @@ def build_stream_sensor(
         options: when a tick requests runs (`min_messages`, `max_wait`), how often and how
             long it ticks, its retries, name, status, key prefix and clock; see
             `StreamSensorOptions` (which checks the bounds when it is built).
+        assets: the assets `job` materialises, named on each run request (with their
+            checks), so that each run records them as its asset selection. Declarative
+            automation reads it: an asset made in the same run as its upstream (silver in
+            the ingest's run) is not requested again for that commit. Empty: no selection
+            is recorded, and automation would run such an asset once more.
 
     Returns:
         The sensor; it needs the `jetstream` resource.
@@ -278,7 +294,9 @@ def build_stream_sensor(
             return SensorResult(
                 skip_reason=SkipReason(decision.skip), cursor=decision.cursor.to_json()
             )
-        requests = run_requests(decision.ranges, position, spec, context.instance, options=options)
+        requests = run_requests(
+            decision.ranges, position, spec, context.instance, options=options, assets=assets
+        )
         context.log.info(f"{ingest_id}: requesting {', '.join(r.run_key for r in requests)}")
         return SensorResult(run_requests=requests, cursor=decision.cursor.to_json())
 

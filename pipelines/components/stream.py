@@ -19,8 +19,10 @@ job, sensor and lag check per ingest, the observation sensor, replays) and, from
 the silver multi-asset over the first ingest's bronze table (or `silver_from`'s): a table per
 event type, the quarantine, a check per rule with the Great Expectations suite generated from
 the contract (`assets.contract_silver`), and one gold asset per declared aggregate
-(`aggregates:`, `pipelines.aggregates`). Silver follows its bronze table and the aggregates
-follow silver (once its blocking checks passed) by declarative automation, unless
+(`aggregates:`, `pipelines.aggregates`). The stream sensor's runs of that ingest materialise
+silver right after bronze, in the same run (unless `silver_in_ingest_run: false`); any other
+bronze materialisation (a replay, a run launched by hand) is followed by silver, and silver by
+the aggregates (once its blocking checks passed), through declarative automation, unless
 `automate: false`. Its tables carry `lakehouse/table` metadata, so Delta
 maintenance takes them. Runs use the in-process executor (one Spark JVM per run) unless
 `in_process: false`. Secrets do not belong here: the connection comes from the environment
@@ -29,6 +31,7 @@ maintenance takes them. Runs use the in-process executor (one Spark JVM per run)
 
 from __future__ import annotations
 
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -130,6 +133,14 @@ class JetStreamStream(Component, Model, Resolvable):
         "table and the aggregates follow silver once its blocking checks passed "
         "(assets/automation.py); false: "
         "they run only when launched (a job, a schedule, `dg launch`).",
+    )
+    silver_in_ingest_run: bool = Field(
+        default=True,
+        description="The `silver_from` ingest's job (what its stream sensor launches) "
+        "materialises silver right after bronze, in the same run: one run launch per batch "
+        "instead of two, and no wait for the automation sensor (docs/automation.md). "
+        "Automation still runs silver after a replay or a bronze run launched alone. false: "
+        "silver runs only by automation or when launched.",
     )
     check_mostly: float = Field(
         default=1.0,
@@ -235,8 +246,14 @@ class JetStreamStream(Component, Model, Resolvable):
         try:
             stream = self.stream.spec()
             ingests = [ingest.ingest(stream) for ingest in self.ingests]
-            stream_defs = build_stream_defs(stream, ingests)
             silver = [] if contract is None else [self.silver_asset(contract, ingests)]
+            if silver and self.silver_in_ingest_run:
+                source = self._silver_source(ingests).spec.name
+                keys = tuple(sorted(silver[0].keys, key=AssetKey.to_user_string))
+                ingests = [
+                    replace(i, same_run=keys) if i.spec.name == source else i for i in ingests
+                ]
+            stream_defs = build_stream_defs(stream, ingests)
             gold = self.aggregate_assets(contract)
         except ValueError as error:
             what = str(error)
@@ -294,11 +311,7 @@ class JetStreamStream(Component, Model, Resolvable):
             ValueError: `silver_from` names no declared ingest, or the quarantine's table is
                 another table of the stream.
         """
-        by_name = {ingest.spec.name: ingest for ingest in ingests}
-        name = self.silver_from or ingests[0].spec.name
-        if name not in by_name:
-            raise ValueError(f"silver_from {name!r} names no ingest; declared: {sorted(by_name)!r}")
-        source = by_name[name]
+        source = self._silver_source(ingests)
         quarantine = self.quarantine()
         taken = {i.table: f"ingest {i.name!r}" for i in self.ingests}
         taken.update({e.table: f"event type {e.name!r}" for e in contract.event_types})
@@ -316,6 +329,18 @@ class JetStreamStream(Component, Model, Resolvable):
             artifacts_bucket=self.artifacts_bucket,
             automation_condition=AFTER_UPSTREAM_COMMITS if self.automate else None,
         )
+
+    def _silver_source(self, ingests: list[BronzeIngest]) -> BronzeIngest:
+        """The ingest silver reads: `silver_from`, else the first.
+
+        Raises:
+            ValueError: `silver_from` names no declared ingest.
+        """
+        by_name = {ingest.spec.name: ingest for ingest in ingests}
+        name = self.silver_from or ingests[0].spec.name
+        if name not in by_name:
+            raise ValueError(f"silver_from {name!r} names no ingest; declared: {sorted(by_name)!r}")
+        return by_name[name]
 
 
 class ComponentDeclarationError(ValueError):

@@ -14,7 +14,7 @@ from dagster import (
     AssetMaterialization,
     evaluate_automation_conditions,
 )
-from dagster._core.events import DagsterEvent, DagsterEventType
+from dagster._core.events import DagsterEvent, DagsterEventType, StepMaterializationData
 from dagster._core.execution.api import create_execution_plan
 from dagster._core.storage.dagster_run import DagsterRunStatus
 
@@ -123,6 +123,63 @@ class Ticks:
         )
         self.cursor = result.cursor
         return requested(result)
+
+
+def materialized_in(instance, run, *keys: AssetKey) -> None:
+    """`run` materialised `keys` (as its steps record them, unlike `materialized`)."""
+    for key in keys:
+        instance.report_dagster_event(
+            DagsterEvent(
+                DagsterEventType.ASSET_MATERIALIZATION.value,
+                job_name=run.job_name,
+                event_specific_data=StepMaterializationData(AssetMaterialization(asset_key=key)),
+            ),
+            run.run_id,
+        )
+
+
+def checked_in(instance, run) -> None:
+    """`run` evaluated every check it planned, all passing (as the silver step records them)."""
+    for key in defs.resolve_asset_graph().asset_check_keys:
+        evaluation = AssetCheckEvaluation(
+            asset_key=key.asset_key,
+            check_name=key.name,
+            passed=True,
+            severity=AssetCheckSeverity.ERROR,
+            blocking=True,
+        )
+        instance.report_dagster_event(
+            DagsterEvent(
+                DagsterEventType.ASSET_CHECK_EVALUATION.value,
+                job_name=run.job_name,
+                event_specific_data=evaluation,
+            ),
+            run.run_id,
+        )
+
+
+def test_silver_made_in_the_ingest_run_is_not_requested_again_but_follows_a_replay(
+    dagster_instance,
+):
+    # The stream sensor's runs of ingest_file_events land bronze, then silver, in one run
+    # (silver_in_ingest_run): automation must not run silver again for that bronze commit.
+    tick = Ticks(dagster_instance)
+    tick()
+    ingest = in_progress(dagster_instance, BRONZE, *SILVER)
+    materialized_in(dagster_instance, ingest, BRONZE)
+    assert not tick() & SILVER  # the run that committed bronze goes on to silver
+    materialized_in(dagster_instance, ingest, *SILVER)
+    checked_in(dagster_instance, ingest)
+    finished(dagster_instance, ingest)
+    after = tick()
+    assert not after & SILVER
+    assert after >= GOLD  # gold follows silver as after any silver commit
+    # A bronze commit made without silver (a replay, a bronze run launched by hand) is
+    # followed by silver as before.
+    replay = in_progress(dagster_instance, BRONZE)
+    materialized_in(dagster_instance, replay, BRONZE)
+    finished(dagster_instance, replay)
+    assert tick() >= SILVER
 
 
 def test_silver_starts_while_the_next_ingest_run_is_in_progress(dagster_instance):

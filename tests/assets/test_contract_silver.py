@@ -13,12 +13,15 @@ from collections.abc import Iterator
 
 import pytest
 import yaml
-from dagster import AssetKey, ComponentTree, asset, materialize
+from dagster import AssetKey, ComponentTree, Definitions, asset, materialize
 
+import assets.contract_silver as contract_silver
+from assets.bronze import bronze_run_config
 from pipelines.artifacts import ArtifactStore
 from pipelines.components.models import IngestModel, StreamModel
 from pipelines.components.stream import ComponentDeclarationError, JetStreamStream
 from pipelines.settings import PROJECT_DIR
+from pipelines.watermarks import WatermarkConflictError
 from resources.jetstream import EmbeddedNatsServer, JetStreamResource, reconcile
 from resources.lakehouse import LakehouseResource
 from resources.quality import DataQualityResource
@@ -244,6 +247,105 @@ def test_silver_reads_the_ingest_silver_from_names_and_refuses_an_unknown_one():
     wrong = declared.model_copy(update={"silver_from": "orders_evnts"})
     with pytest.raises(ComponentDeclarationError, match="silver_from 'orders_evnts' names no"):
         wrong.build_defs(ComponentTree.for_test().load_context)
+
+
+def job_assets(defs, name: str) -> set[AssetKey]:
+    """What the job `name` of a component's `defs` materialises."""
+    job = Definitions(assets=defs.assets, jobs=defs.jobs, resources=defs.resources).resolve_job_def(
+        name
+    )
+    return set(job.asset_layer.executable_asset_keys)
+
+
+def test_the_silver_from_ingests_job_takes_silver_in_the_same_run_unless_declared_off():
+    second = IngestModel(name="orders_audit", durable="orders-audit", table="audit/orders")
+    declared = component()
+    declared.ingests.append(second)
+    silver = {PLACED_KEY, SHIPPED_KEY, QUARANTINE_KEY}
+    bronze, audit = AssetKey(["bronze", "orders_events"]), AssetKey(["bronze", "orders_audit"])
+
+    defs = declared.build_defs(ComponentTree.for_test().load_context)
+    assert job_assets(defs, "ingest_orders_events") == {bronze} | silver
+    assert job_assets(defs, "ingest_orders_audit") == {audit}
+
+    alone = declared.model_copy(update={"silver_in_ingest_run": False})
+    defs = alone.build_defs(ComponentTree.for_test().load_context)
+    assert job_assets(defs, "ingest_orders_events") == {bronze}
+    moved = declared.model_copy(update={"silver_from": "orders_audit"})
+    defs = moved.build_defs(ComponentTree.for_test().load_context)
+    assert job_assets(defs, "ingest_orders_events") == {bronze}
+    assert job_assets(defs, "ingest_orders_audit") == {audit} | silver
+
+
+def test_the_sensors_run_of_the_ingest_job_lands_bronze_then_silver_once(
+    spark, resources, dagster_instance
+):
+    declared = component()
+    provision_and_publish(declared, resources)
+    defs = declared.build_defs(ComponentTree.for_test().load_context)
+    job = Definitions(assets=defs.assets, jobs=defs.jobs, resources=resources).resolve_job_def(
+        "ingest_orders_events"
+    )
+    spec = declared.ingests[0].ingest(declared.stream.spec()).spec
+    # What the stream sensor requests: the bronze range's end as run config, nothing for silver.
+    config = bronze_run_config(spec, COUNT)
+
+    first = job.execute_in_process(run_config=config, instance=dagster_instance)
+
+    assert first.success
+    assert table(spark, resources, "bronze/orders").count() == COUNT
+    landed = {
+        name: table(spark, resources, name).count()
+        for name in ("silver/orders_placed", "silver/orders_shipped", "quarantine/orders")
+    }
+    assert sum(landed.values()) == COUNT  # every bronze row in exactly one table
+    assert checks(first) == {
+        key: (failing == 0, failing, "WARN") for key, failing in FAILING.items()
+    }  # every check, judged in the ingest run
+    # The same range again (a retried run): nothing new in bronze or silver.
+    again = job.execute_in_process(run_config=config, instance=dagster_instance)
+    assert again.success
+    assert table(spark, resources, "bronze/orders").count() == COUNT
+    assert {name: table(spark, resources, name).count() for name in landed} == landed
+
+
+def test_a_run_that_loses_the_watermark_to_another_goes_again_and_writes_each_row_once(
+    spark, resources, dagster_instance, monkeypatch
+):
+    declared = component()
+    provision_and_publish(declared, resources)
+    real = contract_silver.run_contract_silver
+    calls = []
+
+    def raced(*args, **kwargs):
+        # Another run of the stage takes the batch first and moves the watermark; this run's
+        # own merges then insert nothing and its compare-and-set fails, as in a real race.
+        calls.append(kwargs["run_id"])
+        if len(calls) == 1:
+            real(*args, **{**kwargs, "run_id": "the-other-run"})
+            stage = kwargs["stage"]
+            raise WatermarkConflictError(
+                f"stage {stage!r}: moved by another run", stage=stage, bucket="checkpoints"
+            )
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(contract_silver, "run_contract_silver", raced)
+
+    result = run(declared, resources, dagster_instance)
+
+    assert result.success
+    assert len(calls) == 2  # went again once, in the same step
+    landed = sum(
+        table(spark, resources, name).count()
+        for name in ("silver/orders_placed", "silver/orders_shipped", "quarantine/orders")
+    )
+    assert landed == COUNT  # every bronze row once, written by the run that won
+    warnings = [
+        e.message
+        for e in dagster_instance.all_logs(result.run_id)
+        if "running the stage again" in e.message
+    ]
+    assert warnings and "moved by another run" in warnings[0]
 
 
 def test_the_quarantine_table_can_be_named_but_not_after_another_table_of_the_stream():

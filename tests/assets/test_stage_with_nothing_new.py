@@ -18,7 +18,7 @@ import json
 from collections.abc import Iterator
 
 import pytest
-from dagster import AssetKey, evaluate_automation_conditions, materialize
+from dagster import AssetKey, AssetSelection, Definitions, evaluate_automation_conditions
 
 from assets.gold import GOLD_KEYS
 from pipelines.definitions import (
@@ -81,13 +81,13 @@ def publish(resources, count: int, *, seed: int, negative_every: int = 0) -> Non
 
 
 def run(resources, instance, selection, *, raise_on_error: bool = True):
-    """One in-process run of `selection` (every asset of the code location is in its graph)."""
-    return materialize(
-        ASSETS,
-        selection=selection,
-        resources=resources,
-        instance=instance,
-        raise_on_error=raise_on_error,
+    """One in-process run of `selection` (every asset of the code location is in its graph),
+    recorded with its asset selection as the daemon's runs are (declarative automation reads
+    it: an upstream updated by a run that also targeted an asset does not request it again)."""
+    everything = Definitions(assets=ASSETS, resources=resources)
+    keys = AssetSelection.from_coercible(selection).resolve(everything.resolve_asset_graph())
+    return everything.resolve_implicit_global_asset_job_def().execute_in_process(
+        instance=instance, asset_selection=list(keys), raise_on_error=raise_on_error
     )
 
 

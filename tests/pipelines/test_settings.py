@@ -36,3 +36,17 @@ def test_nats_replicas_are_undeclared_unless_jsl_nats_replicas_is_set():
 def test_jsl_nats_replicas_outside_one_to_five_is_refused_naming_the_variable(value):
     with pytest.raises(ValueError, match="JSL_NATS_REPLICAS must be a number from 1 to 5"):
         Settings.from_env({"JSL_NATS_REPLICAS": value})
+
+
+def test_the_automation_interval_is_five_seconds_unless_jsl_automation_interval_is_set():
+    assert Settings.from_env({}).automation_interval_seconds == 5
+    assert (
+        Settings.from_env({"JSL_AUTOMATION_INTERVAL_SECONDS": "30"}).automation_interval_seconds
+        == 30
+    )
+
+
+@pytest.mark.parametrize("value", ["0", "-5", "5s", "2.5"])
+def test_a_bad_automation_interval_is_refused_naming_the_variable(value):
+    with pytest.raises(ValueError, match="JSL_AUTOMATION_INTERVAL_SECONDS must be a whole number"):
+        Settings.from_env({"JSL_AUTOMATION_INTERVAL_SECONDS": value})

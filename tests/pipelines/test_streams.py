@@ -5,7 +5,7 @@ first without a clash."""
 from __future__ import annotations
 
 import pytest
-from dagster import AssetKey, Definitions
+from dagster import AssetKey, Definitions, asset
 
 from pipelines.file_trash.topology import AUDIT_LOG, BRONZE_FILE_EVENTS, FILE_EVENTS
 from pipelines.ingest.spec import IngestSpec
@@ -60,6 +60,28 @@ def test_a_stream_gets_its_assets_jobs_sensors_and_checks_named_after_it() -> No
     assert built.bronze_assets["audit_log"].group_names_by_key == {
         AssetKey(["audit", "audit_log"]): "audit"
     }
+
+
+def test_an_ingest_job_takes_its_same_run_assets_after_bronze_and_the_others_do_not() -> None:
+    silver = AssetKey(["silver", "file_events"])
+    built = build_stream(
+        FILE_EVENTS,
+        [
+            BronzeIngest(BRONZE_FILE_EVENTS, same_run=(silver,)),
+            BronzeIngest(AUDIT_LOG, "audit"),
+        ],
+    )
+
+    @asset(key=silver, deps=[AssetKey(["bronze", "file_events"])])
+    def silver_table() -> None: ...
+
+    defs = Definitions.merge(built.defs, Definitions(assets=[silver_table], resources=RESOURCES))
+    job = defs.resolve_job_def("ingest_file_events")
+    assert job.asset_layer.executable_asset_keys == {AssetKey(["bronze", "file_events"]), silver}
+    assert job.description.endswith(", then materialise silver/file_events in the same run.")
+    audit = defs.resolve_job_def("ingest_audit_log")
+    assert audit.asset_layer.executable_asset_keys == {AssetKey(["audit", "audit_log"])}
+    assert "then" not in audit.description
 
 
 def test_a_second_stream_merges_beside_the_first_and_loads() -> None:

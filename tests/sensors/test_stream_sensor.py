@@ -6,7 +6,7 @@ import socket
 from dataclasses import replace
 
 import pytest
-from dagster import AssetSelection, DagsterRunStatus, SensorResult, define_asset_job
+from dagster import AssetKey, AssetSelection, DagsterRunStatus, SensorResult, define_asset_job
 
 from assets.bronze import bronze_run_config, build_bronze_asset
 from pipelines.ingest.checkpoint import Checkpoint, CheckpointStore, SeqRange
@@ -46,6 +46,23 @@ def test_new_messages_request_one_run_keyed_by_their_range_and_bounded_at_its_en
     assert request.run_config == bronze_run_config(ingest, 5)
     assert request.tags == {"jsl/ingest": f"{ingest.stream}:bronze", "jsl/range": "1-5"}
     assert decoded(result) == StreamSensorCursor(last_end=5, requested_at=NOW)
+
+
+def test_the_requests_name_the_assets_the_runs_materialise_when_given(
+    js, ingest, jetstream_resource, dagster_instance
+):
+    publish(js, ingest, 5)
+    bronze = build_bronze_asset(ingest)
+    job = define_asset_job(f"ingest_{ingest.name}", selection=AssetSelection.assets(bronze))
+    assets = (*bronze.keys, AssetKey(["silver", "events"]))
+    sensor = build_stream_sensor(spec=ingest, job=job, assets=assets)
+
+    [request] = tick(sensor, dagster_instance, jetstream_resource).run_requests
+
+    # Recorded as the run's asset selection: automation does not run silver again after it.
+    assert request.asset_selection == list(assets)
+    [plain] = tick(make_sensor(ingest), dagster_instance, jetstream_resource).run_requests
+    assert plain.asset_selection is None  # the whole job
 
 
 def test_repeated_tick_requests_the_same_run_key_so_dagster_launches_it_once(
