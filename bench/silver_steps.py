@@ -1,0 +1,146 @@
+"""Where a silver run's time goes (issue 14): `run_contract_silver` repeated, each step timed.
+
+In a fresh table root: `bench/pipeline.py`'s history of H rows (bronze and silver consistent,
+the watermark at H), then `--runs` times: `--batch` new bronze rows are appended
+(`bench/pipeline.py`'s `append_batch`: `generate_event_mix`, `--bad-share` of them bad) and
+the silver stage runs as the silver asset runs it (the file trash contract, `check_mostly`
+0.95, the Great Expectations suites of `DataQualityResource`). Each run prints its wall time
+and the seconds spent in each step of `pipelines.silver.stage` (calls after the slash):
+
+- `table_version`: bronze's latest version;
+- `read_table`: the silver and quarantine tables (created if missing);
+- `_failures`: each check's failing rows, the first action on the batch, so it also pays for
+  reading the batch's bronze rows, parsing, the prior-key join and routing (cached frames);
+- `_validate`: the Great Expectations suites;
+- `merge_new_rows`: the insert-only MERGEs into each table and the quarantine;
+- the rest (`other`): the batch's bounds, the quarantine's per-rule counts, the watermark.
+
+`--remote` runs it over a Spark Connect server started as `make dev` starts one (what the
+runs of `make dev` use); without it, a local session in this process. The first runs pay for
+the JIT and the server's warm-up: compare runs of the same index across commits, run one
+right after the other on a quiet machine.
+
+    .venv/bin/python bench/silver_steps.py --remote --batch 3000 --runs 5
+"""
+
+from __future__ import annotations
+
+import argparse
+import collections
+import datetime as dt
+import functools
+import shutil
+import tempfile
+import time
+from pathlib import Path
+
+import pipeline as bench
+from pyspark.sql import SparkSession
+
+import pipelines.silver.stage as stage
+from pipelines.watermarks import Watermark, WatermarkStore
+from resources.jetstream import EmbeddedNatsServer, JetStreamResource, KeyValueSpec
+from resources.quality import DataQualityResource
+from resources.spark import SparkResource, SparkSettings
+from resources.spark_connect import ConnectServer
+
+STEPS = ("table_version", "read_table", "_failures", "_validate", "merge_new_rows")
+
+
+def _timed(spent: dict[str, float], calls: collections.Counter, name: str) -> None:
+    step = getattr(stage, name)
+
+    @functools.wraps(step)
+    def timed(*args, **kwargs):
+        started = time.perf_counter()
+        try:
+            return step(*args, **kwargs)
+        finally:
+            spent[name] += time.perf_counter() - started
+            calls[name] += 1
+
+    setattr(stage, name, timed)
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--history", type=int, default=0)
+    parser.add_argument("--batch", type=int, default=3_000, help="new bronze rows per run")
+    parser.add_argument("--runs", type=int, default=5)
+    parser.add_argument("--bad-share", type=float, default=0.05)
+    parser.add_argument("--remote", action="store_true", help="over a Spark Connect server")
+    parser.add_argument("--driver-memory", default="4g")
+    args = parser.parse_args(argv)
+    spent: dict[str, float] = collections.defaultdict(float)
+    calls: collections.Counter = collections.Counter()
+    for name in STEPS:
+        _timed(spent, calls, name)
+    root = Path(tempfile.mkdtemp(prefix="jsl-silver-steps-"))
+    server = None
+    try:
+        if args.remote:
+            settings = SparkSettings.resolve(driver_memory=args.driver_memory)
+            server = ConnectServer(settings, root / "spark-connect.log").start()
+            spark = SparkSession.builder.remote(server.url).getOrCreate()
+        else:
+            spark = SparkResource(driver_memory=args.driver_memory).get_session()
+        with (
+            EmbeddedNatsServer(store_dir=root / "jetstream") as nats,
+            JetStreamResource(servers=nats.url).client() as js,
+        ):
+            silver_paths, _ = bench.paths(root)
+            bench.build_history(spark, root, args.history)
+            watermarks = WatermarkStore(js.create_key_value(KeyValueSpec("silver_steps")))
+            if args.history:
+                mark = watermarks.load(bench.SILVER_STAGE)
+                watermarks.save(
+                    Watermark(
+                        mark.stage,
+                        args.history,
+                        "history",
+                        bench.NOW.isoformat(),
+                        {},
+                        mark.revision,
+                    )
+                )
+            quality = DataQualityResource()
+            now = bench.NOW + dt.timedelta(minutes=1)
+            total = args.history
+            for run in range(args.runs):
+                bench.append_batch(spark, root, total, args.batch, args.bad_share)
+                total += args.batch
+                spent.clear()
+                calls.clear()
+                started = time.perf_counter()
+                result = stage.run_contract_silver(
+                    spark,
+                    watermarks,
+                    bench.CONTRACT,
+                    stream=bench.STREAM,
+                    bronze_path=str(root / "bronze"),
+                    table_paths={n: silver_paths[n] for n in bench.CONTRACT_TYPES},
+                    quarantine_path=silver_paths["quarantine"],
+                    stage=bench.SILVER_STAGE,
+                    run_id=f"run-{run}",
+                    now=now,
+                    source_table="bronze/file_events",
+                    validate=lambda frame, suite: quality.validate_dataframe(
+                        frame, suite, evaluated_at=now, meta={"run_id": "bench"}
+                    ),
+                    mostly=0.95,
+                )
+                wall = time.perf_counter() - started
+                other = wall - sum(spent.values())
+                timed = " ".join(f"{n} {spent[n]:.2f}s/{calls[n]}" for n in STEPS)
+                print(
+                    f"run {run}: {wall:.2f}s for {result.rows_in} rows; {timed} other {other:.2f}s",
+                    flush=True,
+                )
+    finally:
+        if server is not None:
+            server.stop()
+        shutil.rmtree(root, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    main()
