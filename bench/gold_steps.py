@@ -16,7 +16,6 @@ from __future__ import annotations
 import argparse
 import collections
 import datetime as dt
-import functools
 import shutil
 import tempfile
 import time
@@ -24,6 +23,7 @@ from pathlib import Path
 
 import pipeline as bench
 from pyspark.sql import functions as F
+from sampling import time_calls
 
 import pipelines.refresh as refresh
 from pipelines.file_trash import gold_stage
@@ -43,23 +43,6 @@ STEPS = (
 )
 
 
-def _timed(spent: dict[str, float], calls: collections.Counter, name: str) -> None:
-    step = getattr(refresh, name)
-
-    @functools.wraps(step)
-    def timed(*args, **kwargs):
-        started = time.perf_counter()
-        try:
-            return step(*args, **kwargs)
-        finally:
-            spent[name] += time.perf_counter() - started
-            calls[name] += 1
-
-    setattr(refresh, name, timed)
-    if getattr(gold_stage, name, None) is step:  # imported by name there
-        setattr(gold_stage, name, timed)
-
-
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--history", type=int, default=1_000_000)
@@ -71,7 +54,7 @@ def main(argv: list[str] | None = None) -> None:
     calls: collections.Counter = collections.Counter()
     steps = [name for name in STEPS if hasattr(refresh, name)]
     for name in steps:
-        _timed(spent, calls, name)
+        time_calls(spent, calls, refresh, name, gold_stage)
     spark = SparkResource(
         ui_enabled=True,
         driver_memory=args.driver_memory,

@@ -14,11 +14,12 @@ this machine), plus the load average at the start and the end.
 
 from __future__ import annotations
 
+import functools
 import os
 import threading
 import time
 from dataclasses import dataclass, field
-from types import TracebackType
+from types import ModuleType, TracebackType
 
 import psutil
 
@@ -201,3 +202,26 @@ def python_speed_ms(iterations: int = 3_000_000) -> float:
     for i in range(iterations):
         total += i
     return round((time.process_time() - started) * 1000, 1)
+
+
+def time_calls(
+    spent: dict[str, float], calls: dict[str, int], module: ModuleType, name: str, *also
+) -> None:
+    """Wraps `module.<name>` so each call adds its seconds to `spent[name]` and counts in
+    `calls[name]`; modules in `also` that imported the same function by name get the wrapper
+    too (where the step's caller looks it up)."""
+    step = getattr(module, name)
+
+    @functools.wraps(step)
+    def timed(*args, **kwargs):
+        started = time.perf_counter()
+        try:
+            return step(*args, **kwargs)
+        finally:
+            spent[name] += time.perf_counter() - started
+            calls[name] += 1
+
+    setattr(module, name, timed)
+    for other in also:
+        if getattr(other, name, None) is step:
+            setattr(other, name, timed)

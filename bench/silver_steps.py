@@ -28,7 +28,6 @@ from __future__ import annotations
 import argparse
 import collections
 import datetime as dt
-import functools
 import shutil
 import tempfile
 import time
@@ -36,6 +35,7 @@ from pathlib import Path
 
 import pipeline as bench
 from pyspark.sql import SparkSession
+from sampling import time_calls
 
 import pipelines.silver.stage as stage
 from pipelines.watermarks import Watermark, WatermarkStore
@@ -45,21 +45,6 @@ from resources.spark import SparkResource, SparkSettings
 from resources.spark_connect import ConnectServer
 
 STEPS = ("table_version", "read_table", "_failures", "_validate", "merge_new_rows")
-
-
-def _timed(spent: dict[str, float], calls: collections.Counter, name: str) -> None:
-    step = getattr(stage, name)
-
-    @functools.wraps(step)
-    def timed(*args, **kwargs):
-        started = time.perf_counter()
-        try:
-            return step(*args, **kwargs)
-        finally:
-            spent[name] += time.perf_counter() - started
-            calls[name] += 1
-
-    setattr(stage, name, timed)
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -74,7 +59,7 @@ def main(argv: list[str] | None = None) -> None:
     spent: dict[str, float] = collections.defaultdict(float)
     calls: collections.Counter = collections.Counter()
     for name in STEPS:
-        _timed(spent, calls, name)
+        time_calls(spent, calls, stage, name)
     root = Path(tempfile.mkdtemp(prefix="jsl-silver-steps-"))
     server = None
     try:
