@@ -19,7 +19,7 @@ and their unexpected rows. Each batch's validation results, HTML reports and run
 manifest go to the artifacts Object Store (`pipelines.silver.artifacts`); the tables'
 metadata names them and the command to fetch each.
 
-A run with nothing new reports the selected tables (nothing written) and the checks with the
+A run with nothing new reports its tables (nothing written) and the checks with the
 verdicts recorded with the watermark by the batch the tables last took in.
 """
 
@@ -231,12 +231,8 @@ def build_contract_silver_asset(
             except JetStreamError as error:
                 # The tables and the watermark have moved: report the batch and checks anyway.
                 context.log.warning(f"artifacts of this run were not stored: {error}")
-        selected = context.selected_asset_keys
-        for target, key in keys.items():
-            if key in selected:
-                yield _materialization(
-                    session, contract, target, key, paths[target], result, stored
-                )
+        for target, key in keys.items():  # every table: the asset is not subsettable
+            yield _materialization(session, contract, target, key, paths[target], result, stored)
         wanted = context.selected_asset_check_keys
         yield from (v for v in verdicts if AssetCheckKey(v.asset_key, v.check_name) in wanted)
 

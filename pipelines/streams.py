@@ -118,8 +118,12 @@ def build_stream(
         )
         for ingest in ingests
     }
+    # What each ingest's runs materialise: its bronze asset, then `same_run`.
+    run_assets = {
+        ingest.spec.name: (*bronze[ingest.spec.name].keys, *ingest.same_run) for ingest in ingests
+    }
     jobs = {
-        ingest.spec.name: _ingest_job(stream, ingest, bronze[ingest.spec.name])
+        ingest.spec.name: _ingest_job(stream, ingest, run_assets[ingest.spec.name])
         for ingest in ingests
     }
     sensors = [
@@ -129,7 +133,7 @@ def build_stream(
             options=StreamSensorOptions(
                 key_prefix=ingest.key_prefix, minimum_interval_seconds=ingest.sensor_interval
             ),
-            assets=(*bronze[ingest.spec.name].keys, *ingest.same_run),
+            assets=run_assets[ingest.spec.name],
         )
         for ingest in ingests
     ]
@@ -165,22 +169,20 @@ def build_stream(
 
 
 def _ingest_job(
-    stream: StreamSpec, ingest: BronzeIngest, bronze: AssetsDefinition
+    stream: StreamSpec, ingest: BronzeIngest, assets: tuple[AssetKey, ...]
 ) -> UnresolvedAssetJobDefinition:
-    """The job the ingest's sensor launches: its bronze asset, then `ingest.same_run` (with
-    their checks) in the same run."""
+    """The job the ingest's sensor launches: `assets` (with their checks), its bronze asset
+    and then `ingest.same_run`, in one run."""
     description = (
         f"Land {stream.name}'s pending messages for consumer {ingest.spec.durable!r} in "
         f"{ingest.spec.table}"
     )
-    selection = AssetSelection.assets(bronze)
     if ingest.same_run:
-        selection = selection | AssetSelection.assets(*ingest.same_run)
         then = ", ".join(key.to_user_string() for key in ingest.same_run)
         description += f", then materialise {then} in the same run"
     return define_asset_job(
         f"ingest_{ingest.spec.name}",
-        selection=selection,
+        selection=AssetSelection.assets(*assets),
         description=description + ".",
         # The run queue runs one at a time per ingest (docs/automation.md).
         tags={INGEST_TAG: ingest.spec.app_id},
