@@ -321,7 +321,8 @@ def _materialization(session, contract, target, key, path, result, stored) -> Ma
         "bronze_range": MetadataValue.text(_batch(result)),
         **artifact_metadata(stored),
     }
-    version = table_version(session, path)
+    # The version this run's merge left (the stage knows it), else the table's latest.
+    version = merge.version if merge.version is not None else table_version(session, path)
     if version is not None:
         metadata["delta_version"] = MetadataValue.int(version)
         metadata["dagster/row_count"] = MetadataValue.int(
