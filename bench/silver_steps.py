@@ -20,13 +20,19 @@ runs of `make dev` use); without it, a local session in this process. The first 
 the JIT and the server's warm-up: compare runs of the same index across commits, run one
 right after the other on a quiet machine.
 
+With `--remote`, `--calls N` also prints, after each run, the N lines of the project whose
+Spark Connect requests took longest (`bench/connect_calls.py`): each step's Spark jobs,
+schema lookups and commands, by the line that made them.
+
     .venv/bin/python bench/silver_steps.py --remote --batch 3000 --runs 5
+    .venv/bin/python bench/silver_steps.py --remote --batch 3000 --runs 4 --calls 15
 """
 
 from __future__ import annotations
 
 import argparse
 import collections
+import contextlib
 import datetime as dt
 import shutil
 import tempfile
@@ -34,6 +40,7 @@ import time
 from pathlib import Path
 
 import pipeline as bench
+from connect_calls import ConnectCalls
 from pyspark.sql import SparkSession
 from sampling import time_calls
 
@@ -55,6 +62,9 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--bad-share", type=float, default=0.05)
     parser.add_argument("--remote", action="store_true", help="over a Spark Connect server")
     parser.add_argument("--driver-memory", default="4g")
+    parser.add_argument(
+        "--calls", type=int, default=0, help="with --remote: the N costliest request lines"
+    )
     args = parser.parse_args(argv)
     spent: dict[str, float] = collections.defaultdict(float)
     calls: collections.Counter = collections.Counter()
@@ -62,6 +72,7 @@ def main(argv: list[str] | None = None) -> None:
         time_calls(spent, calls, stage, name)
     root = Path(tempfile.mkdtemp(prefix="jsl-silver-steps-"))
     server = None
+    requests = ConnectCalls()
     try:
         if args.remote:
             settings = SparkSettings.resolve(driver_memory=args.driver_memory)
@@ -96,24 +107,26 @@ def main(argv: list[str] | None = None) -> None:
                 total += args.batch
                 spent.clear()
                 calls.clear()
+                requests.clear()
                 started = time.perf_counter()
-                result = stage.run_contract_silver(
-                    spark,
-                    watermarks,
-                    bench.CONTRACT,
-                    stream=bench.STREAM,
-                    bronze_path=str(root / "bronze"),
-                    table_paths={n: silver_paths[n] for n in bench.CONTRACT_TYPES},
-                    quarantine_path=silver_paths["quarantine"],
-                    stage=bench.SILVER_STAGE,
-                    run_id=f"run-{run}",
-                    now=now,
-                    source_table="bronze/file_events",
-                    validate=lambda frame, suite: quality.validate_dataframe(
-                        frame, suite, evaluated_at=now, meta={"run_id": "bench"}
-                    ),
-                    mostly=0.95,
-                )
+                with requests if args.remote and args.calls else contextlib.nullcontext():
+                    result = stage.run_contract_silver(
+                        spark,
+                        watermarks,
+                        bench.CONTRACT,
+                        stream=bench.STREAM,
+                        bronze_path=str(root / "bronze"),
+                        table_paths={n: silver_paths[n] for n in bench.CONTRACT_TYPES},
+                        quarantine_path=silver_paths["quarantine"],
+                        stage=bench.SILVER_STAGE,
+                        run_id=f"run-{run}",
+                        now=now,
+                        source_table="bronze/file_events",
+                        validate=lambda frame, suite: quality.validate_dataframe(
+                            frame, suite, evaluated_at=now, meta={"run_id": "bench"}
+                        ),
+                        mostly=0.95,
+                    )
                 wall = time.perf_counter() - started
                 other = wall - sum(spent.values())
                 timed = " ".join(f"{n} {spent[n]:.2f}s/{calls[n]}" for n in STEPS)
@@ -121,6 +134,8 @@ def main(argv: list[str] | None = None) -> None:
                     f"run {run}: {wall:.2f}s for {result.rows_in} rows; {timed} other {other:.2f}s",
                     flush=True,
                 )
+                if args.remote and args.calls:
+                    requests.print_top(args.calls)
     finally:
         if server is not None:
             server.stop()
