@@ -50,6 +50,7 @@ import datetime as dt
 import json
 import os
 import shutil
+import signal
 import statistics
 import subprocess
 import sys
@@ -256,6 +257,9 @@ def main(argv: list[str] | None = None) -> dict[str, object]:
         "--trace", action="store_true", help="print the last ingest and silver runs' event logs"
     )
     args = parser.parse_args(argv)
+    # Stopped by a signal (`kill`, `timeout`), unwind as on Ctrl-C: the daemon and the Spark
+    # Connect server each run in a process group of their own and would outlive this one.
+    signal.signal(signal.SIGTERM, lambda signum, frame: sys.exit(128 + signum))
     stamp = dt.datetime.now(dt.UTC).strftime("%Y%m%dT%H%M%SZ")
     out = args.out or REPO / "bench" / "results" / f"freshness-{stamp}.json"
     root = Path(tempfile.mkdtemp(prefix="jsl-freshness-"))

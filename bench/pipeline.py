@@ -251,10 +251,12 @@ def build_history(spark: SparkSession, root: Path, count: int) -> None:
 
 
 def append_batch(
-    spark: SparkSession, root: Path, history: int, size: int, bad_share: float
+    spark: SparkSession, root: Path, history: int, size: int, bad_share: float, seed: int = 14
 ) -> dict[str, int]:
-    """Appends `size` new bronze rows after the history; returns the kinds appended."""
-    events = generate_event_mix(size, bad_share=bad_share, now=NOW, seed=14)
+    """Appends `size` new bronze rows after the history; returns the kinds appended.
+
+    Batches of the same `seed` hold the same events: a second one is all duplicates."""
+    events = generate_event_mix(size, bad_share=bad_share, now=NOW, seed=seed)
     payloads = [e.payload for e in events]
     kinds = [e.kind for e in events]
     duplicates = [i for i, k in enumerate(kinds) if k == "duplicate_event_id"]

@@ -2,7 +2,8 @@
 
 In a fresh table root: `bench/pipeline.py`'s history of H rows (bronze and silver consistent,
 the watermark at H), then `--runs` times: `--batch` new bronze rows are appended
-(`bench/pipeline.py`'s `append_batch`: `generate_event_mix`, `--bad-share` of them bad) and
+(`bench/pipeline.py`'s `append_batch`: `generate_event_mix` with a seed of its own per run,
+`--bad-share` of them bad) and
 the silver stage runs as the silver asset runs it (the file trash contract, `check_mostly`
 0.95, the Great Expectations suites of `DataQualityResource`). Each run prints its wall time
 and the seconds spent in each step of `pipelines.silver.stage` (calls after the slash):
@@ -103,7 +104,8 @@ def main(argv: list[str] | None = None) -> None:
             now = bench.NOW + dt.timedelta(minutes=1)
             total = args.history
             for run in range(args.runs):
-                bench.append_batch(spark, root, total, args.batch, args.bad_share)
+                # a seed per run: new events each time, not copies of the last batch's
+                bench.append_batch(spark, root, total, args.batch, args.bad_share, seed=14 + run)
                 total += args.batch
                 spent.clear()
                 calls.clear()
