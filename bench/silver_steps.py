@@ -3,10 +3,10 @@
 In a fresh table root: `bench/pipeline.py`'s history of H rows (bronze and silver consistent,
 the watermark at H), then `--runs` times: `--batch` new bronze rows are appended
 (`bench/pipeline.py`'s `append_batch`: `generate_event_mix` with a seed of its own per run,
-`--bad-share` of them bad) and
-the silver stage runs as the silver asset runs it (the file trash contract, `check_mostly`
-0.95, the Great Expectations suites of `DataQualityResource`). Each run prints its wall time
-and the seconds spent in each step of `pipelines.silver.stage` (calls after the slash):
+`--bad-share` of them bad) and the silver stage runs as the silver asset runs it (the file
+trash contract, `check_mostly` 0.95, the Great Expectations suites of `DataQualityResource`).
+Each run prints its wall time and the seconds spent in each step of `pipelines.silver.stage`
+(calls after the slash):
 
 - `table_version`: bronze's latest version;
 - `read_table`: the silver and quarantine tables (created if missing);
@@ -26,7 +26,7 @@ Spark Connect requests took longest (`bench/connect_calls.py`): each step's Spar
 schema lookups and commands, by the line that made them.
 
     .venv/bin/python bench/silver_steps.py --remote --batch 3000 --runs 5
-    .venv/bin/python bench/silver_steps.py --remote --batch 3000 --runs 4 --calls 15
+    .venv/bin/python bench/silver_steps.py --remote --batch 3000 --runs 4 --calls 12
 """
 
 from __future__ import annotations

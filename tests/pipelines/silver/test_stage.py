@@ -47,13 +47,22 @@ def rows(spark, paths) -> dict[str, list]:
     }
 
 
+def nothing_cached(spark) -> bool:
+    """Whether the session's cache holds no frame (the stage uncaches all it cached)."""
+    return spark._jsparkSession.sharedState().cacheManager().isEmpty()
+
+
 def test_a_crash_before_the_watermark_moves_duplicates_nothing_on_the_next_run(spark, store, paths):
     land(spark, paths, range(200))
+    spark.catalog.clearCache()
     with pytest.raises(Crash):
         run(spark, CrashingStore(store.bucket), paths)
+    assert nothing_cached(spark)  # the frames it cached are released by the crash too
     written = rows(spark, paths)
 
     again = run(spark, store, paths, run_id="run-2")
+
+    assert nothing_cached(spark)
 
     assert {name: len(found) for name, found in written.items()} == {
         "OrderPlaced": 100,
