@@ -321,7 +321,8 @@ def _materialization(session, contract, target, key, path, result, stored) -> Ma
         "bronze_range": MetadataValue.text(_batch(result)),
         **artifact_metadata(stored),
     }
-    # The version this run's merge left (the stage knows it), else the table's latest.
+    # The version the stage read right after its merge (no second read of the log); when it
+    # merged nothing, the table's latest. The row count below is of the latest version.
     version = merge.version if merge.version is not None else table_version(session, path)
     if version is not None:
         metadata["delta_version"] = MetadataValue.int(version)

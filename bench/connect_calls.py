@@ -1,18 +1,22 @@
-"""Every round trip a Spark Connect client makes, timed and charged to the line that made it.
+"""A Spark Connect client's requests, timed and charged to the project line that made them.
 
-`ConnectCalls` wraps the client's three kinds of request (`_analyze`: a schema, a plan's
-explanation, `is_cached`...; `_execute`: a command whose results are dropped, such as
-`unpersist`; `_execute_and_fetch_as_iterator`: everything else, queries and commands such as
-`MERGE`, `cache` or a write) while it is active. Each request's seconds go to the innermost
-frame of the project's own code on the stack (`pipelines/silver/stage.py:231 <lambda>`), so
-a step that looks like one call shows the Spark jobs it really is:
+`ConnectCalls` wraps, while it is active, the client's three methods that send the requests
+a pipeline's time goes to: `_analyze` (a schema, `is_cached`, `persist`/`cache` and
+`unpersist`...), `_execute` (registering a UDF, a UDTF or a data source) and
+`_execute_and_fetch_as_iterator` (queries, and commands such as `MERGE`, a write or a SQL
+statement). Configuration, interrupt, release and artifact requests are not counted. Each
+request's seconds go to the innermost frame of the project's own code on the stack
+(`pipelines/silver/stage.py:231 <lambda>`), so a step that looks like one call shows the
+requests it really is:
 
     with ConnectCalls() as calls:
         run_contract_silver(...)
     calls.print_top(10)
 
 A request's seconds are the client's wall time from sending it to its last response: the
-server's planning and execution and the gRPC latency, not Python's own work between calls.
+server's planning and execution and the gRPC latency. A query's results are read as they
+arrive, so its seconds include what the caller does between them (nothing, for `collect`).
+Not re-entrant: one `with` at a time.
 """
 
 from __future__ import annotations
@@ -51,6 +55,8 @@ class ConnectCalls:
         self._originals: dict[str, object] = {}
 
     def __enter__(self) -> ConnectCalls:
+        if self._originals:
+            raise RuntimeError("ConnectCalls is already active: one `with` at a time")
         for name in REQUESTS:
             original = getattr(SparkConnectClient, name)
             self._originals[name] = original

@@ -67,6 +67,8 @@ def main(argv: list[str] | None = None) -> None:
         "--calls", type=int, default=0, help="with --remote: the N costliest request lines"
     )
     args = parser.parse_args(argv)
+    if args.calls and not args.remote:
+        parser.error("--calls counts Spark Connect requests: it needs --remote")
     spent: dict[str, float] = collections.defaultdict(float)
     calls: collections.Counter = collections.Counter()
     for name in STEPS:
@@ -111,7 +113,7 @@ def main(argv: list[str] | None = None) -> None:
                 calls.clear()
                 requests.clear()
                 started = time.perf_counter()
-                with requests if args.remote and args.calls else contextlib.nullcontext():
+                with requests if args.calls else contextlib.nullcontext():
                     result = stage.run_contract_silver(
                         spark,
                         watermarks,
@@ -136,7 +138,7 @@ def main(argv: list[str] | None = None) -> None:
                     f"run {run}: {wall:.2f}s for {result.rows_in} rows; {timed} other {other:.2f}s",
                     flush=True,
                 )
-                if args.remote and args.calls:
+                if args.calls:
                     requests.print_top(args.calls)
     finally:
         if server is not None:

@@ -291,9 +291,9 @@ def run_contract_silver(
             checked,
         )
     finally:
-        # The most derived frame first: uncaching a frame that a still-cached frame was built
-        # on makes Spark re-plan that frame's cache (over Spark Connect, about a second each,
-        # six of them; bench/silver_steps.py --calls).
+        # The most derived frame first: uncaching a frame makes Spark re-plan each cache
+        # entry built on it whose data is not loaded (over Spark Connect about a second each
+        # on a batch that left frames empty; docs/performance.md, change 5).
         for frame in reversed(cached):
             frame.unpersist()
 
