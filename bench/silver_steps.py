@@ -9,12 +9,13 @@ Each run prints its wall time and the seconds spent in each step of `pipelines.s
 (calls after the slash):
 
 - `table_version`: bronze's latest version;
-- `read_table`: the silver and quarantine tables (created if missing);
-- `_failures`: each check's failing rows, the first action on the batch, so it also pays for
-  reading the batch's bronze rows, parsing, the prior-key join and routing (cached frames);
+- `ensure_table`: each silver and quarantine table's version (created if missing);
+- `_count`: each check's failing rows and each table's incoming rows, the first action on
+  the batch, so it also pays for reading the batch's bronze rows, parsing, the prior-key
+  join and routing (cached frames);
 - `_validate`: the Great Expectations suites;
 - `merge_new_rows`: the insert-only MERGEs into each table and the quarantine;
-- the rest (`other`): the batch's bounds, the quarantine's per-rule counts, the watermark.
+- the rest (`other`): the batch's bounds and the watermark.
 
 `--remote` runs it over a Spark Connect server started as `make dev` starts one (what the
 runs of `make dev` use); without it, a local session in this process. The first runs pay for
@@ -52,7 +53,7 @@ from resources.quality import DataQualityResource
 from resources.spark import SparkResource, SparkSettings
 from resources.spark_connect import ConnectServer
 
-STEPS = ("table_version", "read_table", "_failures", "_validate", "merge_new_rows")
+STEPS = ("table_version", "ensure_table", "_count", "_validate", "merge_new_rows")
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -74,7 +75,7 @@ def main(argv: list[str] | None = None) -> None:
     for name in STEPS:
         time_calls(spent, calls, stage, name)
     root = Path(tempfile.mkdtemp(prefix="jsl-silver-steps-"))
-    server = None
+    server = spark = None
     requests = ConnectCalls()
     try:
         if args.remote:
@@ -141,6 +142,10 @@ def main(argv: list[str] | None = None) -> None:
                 if args.calls:
                     requests.print_top(args.calls)
     finally:
+        # The session first: a Spark Connect session left open retries, at exit, to release
+        # itself on the stopped server, and the process sleeps between tries for minutes.
+        if spark is not None:
+            spark.stop()
         if server is not None:
             server.stop()
         shutil.rmtree(root, ignore_errors=True)

@@ -87,17 +87,21 @@ def ensure_table(
     *,
     partition_by: Sequence[str] = (),
     properties: Mapping[str, str] | None = None,
-) -> None:
+) -> int:
     """Creates an empty Delta table of `schema` at `path`, with the table `properties`,
-    unless one exists."""
-    if table_exists(spark, path):
-        return
+    unless one exists; returns the table's version."""
+    version = table_version(spark, path)
+    if version is not None:
+        return version
     writer = spark.createDataFrame([], schema).write.format("delta")
     for key, value in (properties or {}).items():
         writer = writer.option(key, value)
     if partition_by:
         writer = writer.partitionBy(*partition_by)
     writer.mode("ignore").save(path)
+    version = table_version(spark, path)
+    assert version is not None
+    return version
 
 
 @dataclass(frozen=True)
@@ -116,12 +120,17 @@ def merge_new_rows(
     *,
     keys: Sequence[str] = SOURCE_KEY,
     seqs: tuple[int, int] | None = None,
+    count: int | None = None,
+    version: int | None = None,
 ) -> MergeOutcome:
     """Inserts the rows whose `keys` the table lacks; rows already there stay as they are.
 
     The table is created (empty, from `schema`, with the change data feed on) if it is
     missing, so it exists after the first run even when that run had no rows for it;
     otherwise an empty `rows` writes nothing.
+
+    Over Spark Connect each question put to Spark is a round trip (about a second on a busy
+    server): a caller that already knows the answers passes `count` and `version`.
 
     Args:
         spark: the session.
@@ -133,13 +142,18 @@ def merge_new_rows(
             the merge condition then bounds the table's `seq` to it too. The same rows
             match, and Delta skips, by its per-file `seq` statistics, the files no row of the
             batch can be in, instead of reading every file's keys.
+        count: the number of `rows` if known (as counted on the same cached frame): 0 writes
+            nothing, more merges without checking that `rows` has any; None: checked.
+        version: the table's version if the caller made sure it exists (`ensure_table`,
+            with `CHANGE_DATA_FEED`); None: created if missing.
 
     Returns:
         The number of rows inserted and the table's version after the merge.
     """
-    ensure_table(spark, path, schema, properties=CHANGE_DATA_FEED)
-    if rows.isEmpty():
-        return MergeOutcome(0, table_version(spark, path))
+    if version is None:
+        version = ensure_table(spark, path, schema, properties=CHANGE_DATA_FEED)
+    if count == 0 or (count is None and rows.isEmpty()):
+        return MergeOutcome(0, version)
     condition = " AND ".join(f"t.`{key}` = s.`{key}`" for key in keys)
     if seqs is not None:
         first, last = (int(seq) for seq in seqs)

@@ -17,6 +17,7 @@ from __future__ import annotations
 import datetime as dt
 import re
 from dataclasses import dataclass
+from typing import NamedTuple
 
 from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
@@ -169,19 +170,34 @@ def rule_failures(candidates: DataFrame, contract: Contract) -> dict[str, int]:
     Returns:
         Rule name -> failing rows, in `silver_rules` order.
     """
-    return judged_rows(candidates, contract)[1]
+    return judged_rows(candidates, contract, split=False).failing
 
 
-def judged_rows(candidates: DataFrame, contract: Contract) -> tuple[int, dict[str, int]]:
-    """The rows of `candidates` and how many break each rule, in one aggregate.
+class Judged(NamedTuple):
+    """What `judged_rows` counted in a frame."""
 
-    Returns:
-        (rows, rule name -> failing rows in `silver_rules` order).
+    rows: int
+    failing: dict[str, int]  # rule name -> failing rows, in `silver_rules` order
+    kept: int | None  # rows not quarantined: a candidates frame's table rows (None: not split)
+
+
+def judged_rows(frame: DataFrame, contract: Contract, *, split: bool = True) -> Judged:
+    """The rows of `frame`, how many break each rule and, with `split`, how many are not
+    quarantined, in one aggregate.
+
+    Args:
+        frame: a `SilverBatch.candidates` frame; with `split=False`, any frame with
+            `failed_rules` (the quarantine).
+        contract: the stream's event contract.
+        split: count the rows whose `quarantined` column is false (`Judged.kept`).
     """
     rules = silver_rules(contract)
     sums = [
         F.sum(F.array_contains("failed_rules", r.name).cast("long")).alias(f"_{n}")
         for n, r in enumerate(rules)
     ]
-    row = candidates.agg(F.count(F.lit(1)).alias("_rows"), *sums).first()
-    return int(row["_rows"]), {r.name: int(row[f"_{n}"] or 0) for n, r in enumerate(rules)}
+    if split:
+        sums.append(F.sum((~F.col(QUARANTINED)).cast("long")).alias("_kept"))
+    row = frame.agg(F.count(F.lit(1)).alias("_rows"), *sums).first()
+    failing = {r.name: int(row[f"_{n}"] or 0) for n, r in enumerate(rules)}
+    return Judged(int(row["_rows"]), failing, int(row["_kept"] or 0) if split else None)

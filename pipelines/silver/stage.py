@@ -7,11 +7,13 @@ stream with a contract (the file trash's FILE_EVENTS among them):
 2. take the stream's bronze rows after it, from one pinned version of the bronze table;
 3. parse and route them by the contract (`parse_events`, `route`), judging `event_id_unique`
    against the prior rows whose key is among the batch's (`colliding_keys`);
-4. count each rule's failing rows and the rows each check judges, for the asset checks
-   (`judged_rows`, `rule_failures`), and, given a `validate`, run each event type's Great
-   Expectations suite on its candidates (`pipelines.silver.expectations`);
+4. count each rule's failing rows and the rows each check judges, for the asset checks,
+   and the rows each table receives, in one aggregate per frame (`judged_rows`), and, given
+   a `validate`, run each event type's Great Expectations suite on its candidates
+   (`pipelines.silver.expectations`);
 5. merge each event type's rows into its table and the rest into quarantine, keyed on the
-   bronze row (stream, seq) with an insert-only MERGE bounded to the batch's seqs;
+   bronze row (stream, seq) with an insert-only MERGE bounded to the batch's seqs (a table
+   that receives no rows is not merged into);
 6. move the watermark to the batch's last sequence (compare-and-set), recording the batch's
    first sequence, the rules' failure counts and the suites' outcomes per rule.
 
@@ -32,16 +34,17 @@ from pyspark.sql import functions as F
 from pipelines.contract import Contract, Rule
 from pipelines.contract.rules import KNOWN_EVENT_TYPE, PARSEABLE_JSON
 from pipelines.delta_tables import (
+    CHANGE_DATA_FEED,
     MergeOutcome,
+    ensure_table,
     merge_new_rows,
-    read_table,
     table_version,
 )
 from pipelines.ingest.bronze import BRONZE_SCHEMA
 from pipelines.silver.duplicates import colliding_keys, event_keys
 from pipelines.silver.expectations import contract_suite, expectation_frame, rule_outcomes
 from pipelines.silver.parse import parse_events
-from pipelines.silver.route import judged_rows, route, rule_failures
+from pipelines.silver.route import judged_rows, route
 from pipelines.silver.rule_columns import silver_rules
 from pipelines.silver.schema import QUARANTINE_SCHEMA, silver_schema
 from pipelines.watermarks import Watermark, WatermarkStore
@@ -230,39 +233,46 @@ def run_contract_silver(
         if not count:
             return idle
         parsed = cache(parse_events(rows, contract))
-        tables = {
-            e.name: read_table(spark, table_paths[e.name], silver_schema(e, spark))
-            for e in contract.event_types
+        # Each table's log is read once: here, creating the table if missing.
+        schemas = {e.name: silver_schema(e, spark) for e in contract.event_types}
+        versions = {
+            name: ensure_table(spark, table_paths[name], schema, properties=CHANGE_DATA_FEED)
+            for name, schema in schemas.items()
         }
-        quarantine_table = read_table(spark, quarantine_path, QUARANTINE_SCHEMA)
+        versions[QUARANTINE] = ensure_table(
+            spark, quarantine_path, QUARANTINE_SCHEMA, properties=CHANGE_DATA_FEED
+        )
+        tables = {name: spark.read.format("delta").load(table_paths[name]) for name in schemas}
+        quarantine_table = spark.read.format("delta").load(quarantine_path)
         keys = F.broadcast(event_keys(parsed, contract))
         prior = cache(colliding_keys(keys, contract, tables, quarantine_table))
         batch = route(parsed, contract, prior, run_id=run_id, now=now, source_table=source_table)
         candidates = {name: cache(frame) for name, frame in batch.candidates.items()}
         quarantine = cache(batch.quarantine)
-        failures, checked = _failures(contract, candidates, quarantine, count)
+        counts = _count(contract, candidates, quarantine, count)
         reports = {} if validate is None else _validate(contract, candidates, validate, mostly)
         expectations = {name: rule_outcomes(report) for name, report in reports.items()}
-        by_rule = {
-            row["rule"]: int(row["rows"])
-            for row in quarantine.select(F.explode("failed_rules").alias("rule"))
-            .groupBy("rule")
-            .agg(F.count("*").alias("rows"))
-            .collect()
-        }
         seqs = (first, last)
         outcomes = {
-            e.name: merge_new_rows(
+            name: merge_new_rows(
                 spark,
-                batch.tables[e.name],
-                table_paths[e.name],
-                silver_schema(e, spark),
+                batch.tables[name],
+                table_paths[name],
+                schema,
                 seqs=seqs,
+                count=counts.merging[name],
+                version=versions[name],
             )
-            for e in contract.event_types
+            for name, schema in schemas.items()
         }
         quarantined = merge_new_rows(
-            spark, quarantine, quarantine_path, QUARANTINE_SCHEMA, seqs=seqs
+            spark,
+            quarantine,
+            quarantine_path,
+            QUARANTINE_SCHEMA,
+            seqs=seqs,
+            count=counts.merging[QUARANTINE],
+            version=versions[QUARANTINE],
         )
         saved = watermarks.save(
             watermark.advanced(
@@ -271,8 +281,8 @@ def run_contract_silver(
                 now=now,
                 bronze_version=version,
                 bronze_start=first,
-                failures=failures,
-                checked=checked,
+                failures=counts.failures,
+                checked=counts.checked,
                 expectations=expectations,
             )
         )
@@ -283,12 +293,12 @@ def run_contract_silver(
             count,
             outcomes,
             quarantined,
-            by_rule,
-            failures,
+            counts.quarantined_by_rule,
+            counts.failures,
             saved,
             reports,
             expectations,
-            checked,
+            counts.checked,
         )
     finally:
         # The most derived frame first: uncaching a frame makes Spark re-plan each cache
@@ -311,19 +321,31 @@ def _validate(
     return reports
 
 
-def _failures(
+@dataclass(frozen=True)
+class _Counts:
+    """What the stage counts in a batch, in one aggregate per frame (`judged_rows`)."""
+
+    failures: dict[str, dict[str, int]]  # check target -> rule -> failing rows
+    checked: dict[str, int]  # check target -> the rows its checks judge
+    merging: dict[str, int]  # event type, or QUARANTINE -> the rows its table receives
+    quarantined_by_rule: dict[str, int]  # rule -> quarantined rows breaking it (if any)
+
+
+def _count(
     contract: Contract, candidates: Mapping[str, DataFrame], quarantine: DataFrame, rows: int
-) -> tuple[dict[str, dict[str, int]], dict[str, int]]:
-    """Failing rows per check of `rule_checks`, by target and rule, and the rows each
-    target's checks judge: an event type's candidates, or all `rows` of the batch for
-    the quarantine's."""
+) -> _Counts:
+    """Failing rows per check of `rule_checks`, by target and rule; the rows each target's
+    checks judge (an event type's candidates, or all `rows` of the batch for the
+    quarantine's); the rows each table receives; the quarantined rows per broken rule."""
     judged = {name: judged_rows(frame, contract) for name, frame in candidates.items()}
-    checked = {name: count for name, (count, _) in judged.items()}
+    untyped = judged_rows(quarantine, contract, split=False)
+    checked = {name: counts.rows for name, counts in judged.items()}
     checked[QUARANTINE] = rows
-    per_type = {name: counts for name, (_, counts) in judged.items()}
-    untyped = rule_failures(quarantine, contract)
+    merging = {name: counts.kept for name, counts in judged.items()}
+    merging[QUARANTINE] = untyped.rows
     found: dict[str, dict[str, int]] = {}
     for check in rule_checks(contract):
-        counts = untyped if check.target == QUARANTINE else per_type[check.target]
-        found.setdefault(check.target, {})[check.rule.name] = counts[check.rule.name]
-    return found, checked
+        counts = untyped if check.target == QUARANTINE else judged[check.target]
+        found.setdefault(check.target, {})[check.rule.name] = counts.failing[check.rule.name]
+    by_rule = {rule: n for rule, n in untyped.failing.items() if n}
+    return _Counts(found, checked, merging, by_rule)

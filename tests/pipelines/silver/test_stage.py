@@ -6,6 +6,7 @@ Real Spark and Delta, the watermark in a real KV bucket; bronze rows are those o
 
 import pytest
 
+from pipelines.delta_tables import MergeOutcome
 from pipelines.silver.stage import QUARANTINE, run_contract_silver
 from pipelines.watermarks import WatermarkStore
 from resources.jetstream import KeyValueSpec
@@ -103,3 +104,24 @@ def test_the_next_batch_is_judged_against_earlier_runs_and_an_idle_run_keeps_the
     assert idle.failures == {}
     assert idle.watermark.position == 300
     assert idle.watermark.details["failures"] == second.failures
+
+
+def test_a_table_that_receives_no_rows_is_created_and_not_merged_into(spark, store, paths):
+    land(spark, paths, range(0, 40, 2))  # 20 good OrderPlaced rows: none shipped, none bad
+
+    result = run(spark, store, paths)
+
+    assert result.tables["OrderPlaced"] == MergeOutcome(20, 1)
+    assert result.tables["OrderShipped"] == MergeOutcome(0, 0)
+    assert result.quarantine == MergeOutcome(0, 0)
+    assert result.quarantined_by_rule == {}
+    assert result.checked == {"OrderPlaced": 20, "OrderShipped": 0, QUARANTINE: 20}
+    operations = {
+        name: [row.operation for row in spark.sql(f"DESCRIBE HISTORY delta.`{path}`").collect()]
+        for name, path in {**paths["table_paths"], QUARANTINE: paths["quarantine_path"]}.items()
+    }
+    assert operations == {
+        "OrderPlaced": ["MERGE", "WRITE"],
+        "OrderShipped": ["WRITE"],  # created empty, so the table exists after the first run
+        QUARANTINE: ["WRITE"],
+    }
