@@ -322,7 +322,8 @@ def _materialization(session, contract, target, key, path, result, stored) -> Ma
         **artifact_metadata(stored),
     }
     # The version the stage read right after its merge (no second read of the log); when it
-    # merged nothing, the table's latest. The row count below is of the latest version.
+    # merged nothing, the version it read before its merges; in a run with nothing new, the
+    # table's latest. The row count below is of the latest version.
     version = merge.version if merge.version is not None else table_version(session, path)
     if version is not None:
         metadata["delta_version"] = MetadataValue.int(version)

@@ -5,8 +5,9 @@ process's cumulative CPU time (`ps -eo pid,times,args`). Then it prints the CPU 
 used in that window by each kind of process (the Spark JVM, the Dagster daemon, the code
 servers, run processes, ...) against what the cores could have given, so a benchmark's wall
 time can be told apart into "busy" and "waiting". A process seen in the first sample counts
-from there; one that started later counts whole; one that ended between samples loses its
-last seconds (at most `--every`).
+from there; one that started later counts whole; one that ended and was reaped between two
+samples loses its seconds since the last (at most `--every`). The window ends at the last
+sample after the command ended: to measure a run only, end the command with it.
 
     .venv/bin/python bench/cpu_split.py -- .venv/bin/python bench/freshness.py
 """
@@ -42,9 +43,8 @@ def sample() -> dict[str, tuple[str, int]]:
     found = {}
     for line in out.splitlines():
         pid, times, *args = line.split(None, 2)
-        command = args[0] if args else ""
-        if "<defunct>" not in command:
-            found[pid] = (command[:200], int(times))
+        # An ended process not yet reaped (`<defunct>`) still shows its CPU time, whole.
+        found[pid] = ((args[0] if args else "")[:200], int(times))
     return found
 
 
@@ -61,11 +61,15 @@ def main() -> None:
     if not command:
         parser.error("give the command to run after --")
     first = sample()
-    last = dict(first)  # a kernel worker renames itself: a pid keeps its first name
+    # A pid keeps the first name it was seen with (a kernel worker renames itself, an ended
+    # process shows as `[name] <defunct>`); a pid reused meanwhile is counted as its first.
+    last = dict(first)
     started = time.monotonic()
     process = subprocess.Popen(command)
-    # Stopped, it stops the command and still reports the window so far.
+    # Stopped (SIGTERM, or Ctrl-C, which reaches the command too), it waits for the command
+    # to stop and still reports the window so far.
     signal.signal(signal.SIGTERM, lambda *_: process.terminate())
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
     while process.poll() is None:
         time.sleep(args.every)
         for pid, (name, seconds) in sample().items():
@@ -74,7 +78,8 @@ def main() -> None:
     window = time.monotonic() - started
     used: collections.Counter = collections.Counter()
     for pid, (name, seconds) in last.items():
-        used[kind(name)] += seconds - first.get(pid, (name, 0))[1]
+        named = "the command itself" if pid == str(process.pid) else kind(name)
+        used[named] += seconds - first.get(pid, (name, 0))[1]
     cores = os.cpu_count() or 1
     print(
         f"CPU while it ran: {window:.0f} s x {cores} cores = {window * cores:.0f} CPU-s; "

@@ -142,13 +142,16 @@ def merge_new_rows(
             the merge condition then bounds the table's `seq` to it too. The same rows
             match, and Delta skips, by its per-file `seq` statistics, the files no row of the
             batch can be in, instead of reading every file's keys.
-        count: the number of `rows` if known (as counted on the same cached frame): 0 writes
-            nothing, more merges without checking that `rows` has any; None: checked.
+        count: the number of `rows` if known: 0 writes nothing, more merges without
+            checking that `rows` has any; None: checked. `rows` must give the same rows
+            whenever computed: Spark computes a cached frame again once a write to a table
+            it reads drops its cache, and a count of 0 skips the rows for good.
         version: the table's version if the caller made sure it exists (`ensure_table`,
             with `CHANGE_DATA_FEED`); None: created if missing.
 
     Returns:
-        The number of rows inserted and the table's version after the merge.
+        The number of rows inserted and the table's version: after the merge, or, when
+        nothing was merged, as the caller or `ensure_table` read it before.
     """
     if version is None:
         version = ensure_table(spark, path, schema, properties=CHANGE_DATA_FEED)

@@ -233,7 +233,9 @@ def run_contract_silver(
         if not count:
             return idle
         parsed = cache(parse_events(rows, contract))
-        # Each table's log is read once: here, creating the table if missing.
+        # Each table's log is read here (creating the table if missing), then again only
+        # after a merge into it. The counts that let a merge be skipped are of frames that
+        # give the same rows when Spark computes them again (`merge_new_rows`' `count`).
         schemas = {e.name: silver_schema(e, spark) for e in contract.event_types}
         versions = {
             name: ensure_table(spark, table_paths[name], schema, properties=CHANGE_DATA_FEED)
