@@ -67,13 +67,6 @@ def table_version(spark: SparkSession, path: str) -> int | None:
     return None if last is None else last["version"]
 
 
-def read_table(spark: SparkSession, path: str, schema: StructType) -> DataFrame:
-    """The table at `path`, or an empty frame of `schema` if it does not exist yet."""
-    if not table_exists(spark, path):
-        return spark.createDataFrame([], schema)
-    return spark.read.format("delta").load(path)
-
-
 # The table property that has Delta record each commit's row changes, so that what reads a
 # table can take only what changed since a version (`readChangeFeed`): gold does
 # (`pipelines.refresh`). Appends and insert-only merges cost nothing more with it.

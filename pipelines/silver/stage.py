@@ -233,19 +233,21 @@ def run_contract_silver(
         if not count:
             return idle
         parsed = cache(parse_events(rows, contract))
-        # Each table's log is read here (creating the table if missing), then again only
-        # after a merge into it. The counts that let a merge be skipped are of frames that
-        # give the same rows when Spark computes them again (`merge_new_rows`' `count`).
+        # Every table the stage writes: each event type's (in the contract's order), then
+        # the quarantine (key QUARANTINE). Each table's log is read here (creating the table
+        # if missing), then again only after a merge into it. The counts that let a merge be
+        # skipped are of frames that give the same rows when Spark computes them again
+        # (`merge_new_rows`' `count`).
+        paths = {e.name: table_paths[e.name] for e in contract.event_types}
+        paths[QUARANTINE] = quarantine_path
         schemas = {e.name: silver_schema(e, spark) for e in contract.event_types}
+        schemas[QUARANTINE] = QUARANTINE_SCHEMA
         versions = {
-            name: ensure_table(spark, table_paths[name], schema, properties=CHANGE_DATA_FEED)
-            for name, schema in schemas.items()
+            target: ensure_table(spark, path, schemas[target], properties=CHANGE_DATA_FEED)
+            for target, path in paths.items()
         }
-        versions[QUARANTINE] = ensure_table(
-            spark, quarantine_path, QUARANTINE_SCHEMA, properties=CHANGE_DATA_FEED
-        )
-        tables = {name: spark.read.format("delta").load(table_paths[name]) for name in schemas}
-        quarantine_table = spark.read.format("delta").load(quarantine_path)
+        tables = {target: spark.read.format("delta").load(path) for target, path in paths.items()}
+        quarantine_table = tables.pop(QUARANTINE)
         keys = F.broadcast(event_keys(parsed, contract))
         prior = cache(colliding_keys(keys, contract, tables, quarantine_table))
         batch = route(parsed, contract, prior, run_id=run_id, now=now, source_table=source_table)
@@ -254,28 +256,20 @@ def run_contract_silver(
         counts = _count(contract, candidates, quarantine, count)
         reports = {} if validate is None else _validate(contract, candidates, validate, mostly)
         expectations = {name: rule_outcomes(report) for name, report in reports.items()}
-        seqs = (first, last)
-        outcomes = {
-            name: merge_new_rows(
+        incoming = {**batch.tables, QUARANTINE: quarantine}
+        merged = {
+            target: merge_new_rows(
                 spark,
-                batch.tables[name],
-                table_paths[name],
-                schema,
-                seqs=seqs,
-                count=counts.merging[name],
-                version=versions[name],
+                incoming[target],
+                path,
+                schemas[target],
+                seqs=(first, last),
+                count=counts.merging[target],
+                version=versions[target],
             )
-            for name, schema in schemas.items()
+            for target, path in paths.items()
         }
-        quarantined = merge_new_rows(
-            spark,
-            quarantine,
-            quarantine_path,
-            QUARANTINE_SCHEMA,
-            seqs=seqs,
-            count=counts.merging[QUARANTINE],
-            version=versions[QUARANTINE],
-        )
+        quarantined = merged.pop(QUARANTINE)
         saved = watermarks.save(
             watermark.advanced(
                 last,
@@ -293,7 +287,7 @@ def run_contract_silver(
             last,
             version,
             count,
-            outcomes,
+            merged,
             quarantined,
             counts.quarantined_by_rule,
             counts.failures,
