@@ -19,7 +19,7 @@ from resources.spark import (
 from resources.spark_artifacts import build_code_zip, cached_jars, delta_package, store_jars
 
 
-def test_defaults_size_the_driver_turn_on_delta_and_arrow_and_skip_the_write_sort():
+def test_defaults_size_the_driver_turn_on_delta_and_arrow_skip_the_write_sort_keep_code():
     conf = SparkSettings.resolve(environ={}).conf()
     assert conf["spark.driver.memory"] == "4g"
     assert conf["spark.sql.shuffle.partitions"] == "4"
@@ -29,6 +29,7 @@ def test_defaults_size_the_driver_turn_on_delta_and_arrow_and_skip_the_write_sor
     assert conf["spark.sql.catalog.spark_catalog"] == DELTA_CATALOG
     assert conf["spark.sql.session.timeZone"] == "UTC"
     assert conf["spark.sql.maxConcurrentOutputFileWriters"] == "8"  # no sort before writing
+    assert conf["spark.sql.codegen.cache.maxEntries"] == "2000"  # generated code reused
 
 
 def test_environment_overrides_defaults_and_config_overrides_environment():
