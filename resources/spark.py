@@ -224,10 +224,10 @@ class SparkSettings:
             "spark.sql.maxConcurrentOutputFileWriters": str(MAX_CONCURRENT_OUTPUT_WRITERS),
             # The classes Spark generates and compiles for operators and expressions, kept
             # for reuse by every later query of the JVM (Spark's default keeps 100). A
-            # silver run makes about a hundred small queries, so with 100 a run found little
-            # of the last run's code and compiled it again; most telling on a long-lived
-            # Spark Connect server, whose JVM serves run after run (docs/performance.md,
-            # change 7: silver warm runs ~15% shorter).
+            # silver run makes about ninety small queries, several classes each: with 2,000
+            # the JVM spent 7.4% of its samples compiling instead of 11.5%, and warm silver
+            # runs were ~15% shorter, most telling on a long-lived Spark Connect server,
+            # whose JVM serves run after run (docs/performance.md, change 7).
             "spark.sql.codegen.cache.maxEntries": str(CODEGEN_CACHE_ENTRIES),
             # The executors' Python workers (any master): this virtualenv's interpreter, not
             # `python3` from PATH, which lacks the project and its packages.
