@@ -57,10 +57,21 @@ GROUPS: tuple[tuple[str, tuple[str, ...]], ...] = (
 
 
 def samples(path: str) -> list[tuple[str, list[str]]]:
-    """(thread name, frames from the leaf out) of each execution sample (`jfr print`)."""
-    printed = subprocess.check_output(
-        ["jfr", "print", "--json", "--events", "jdk.ExecutionSample", path]
-    )
+    """(thread name, frames from the leaf out) of each execution sample (`jfr print`).
+
+    Raises:
+        SystemExit: `jfr` is missing (it comes with the JDK) or cannot read `path`.
+    """
+    command = ["jfr", "print", "--json", "--events", "jdk.ExecutionSample", path]
+    try:
+        printed = subprocess.check_output(command)
+    except FileNotFoundError:
+        raise SystemExit("`jfr` is not on PATH: it comes with a JDK (17 here)") from None
+    except subprocess.CalledProcessError as error:
+        raise SystemExit(
+            f"`jfr` could not read the recording {path!r} (exit {error.returncode}; its "
+            "message is above): check the path, and that JFR.stop or JFR.dump wrote it"
+        ) from None
     found = []
     for event in json.loads(printed)["recording"]["events"]:
         values = event["values"]
