@@ -133,8 +133,12 @@ def contract_from_asyncapi(
                 ("channels",),
             )
     severities = reader.severities(document, ())
+    info = document.get("info")
+    version = info.get("version") if isinstance(info, Mapping) else None
     with located(source, ()):
-        return Contract(tuple(events), envelope, severities)
+        return Contract(
+            tuple(events), envelope, severities, version=str(version) if version else None
+        )
 
 
 def _stream_of(reader: SchemaReader, channel: Mapping, at: At) -> str | None:

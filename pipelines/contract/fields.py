@@ -17,7 +17,16 @@ from pipelines.contract.errors import ContractError, PathPart
 # Columns silver adds to every table (where the row came from, which run wrote it, what it
 # broke): a field or derived column of the same name would collide with them.
 RESERVED_COLUMNS = frozenset(
-    {"stream", "seq", "subject", "published", "run_id", "processed_at", "failed_rules"}
+    {
+        "stream",
+        "seq",
+        "subject",
+        "published",
+        "run_id",
+        "processed_at",
+        "contract_version",
+        "failed_rules",
+    }
 )
 UNKNOWN_FIELDS_COLUMN = "unknown_fields"  # the map column of `UnknownFields.KEEP`
 _COLUMN = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")

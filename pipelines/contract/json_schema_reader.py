@@ -259,8 +259,10 @@ def read_json_schemas(
 
 def _contract(readers, envelope, tables, subjects, derived, source) -> Contract:
     subjects, derived = subjects or {}, derived or {}
-    events, severities = [], {}
+    events, severities, ids = [], {}, []
     for reader, schema, name in readers:
+        if isinstance(schema, Mapping) and isinstance(schema.get("$id"), str):
+            ids.append(schema["$id"])
         for rule, severity in reader.severities(schema, ()).items():
             if severities.setdefault(rule, severity) is not severity:
                 raise reader.fail(
@@ -276,4 +278,4 @@ def _contract(readers, envelope, tables, subjects, derived, source) -> Contract:
         with located(source, ("events", event.name)):
             events.append(replace(event, **{k: v for k, v in extra.items() if v}))
     with located(source, ()):
-        return Contract(tuple(events), envelope, severities)
+        return Contract(tuple(events), envelope, severities, version=" ".join(ids) or None)

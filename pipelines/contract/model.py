@@ -51,6 +51,9 @@ class Contract:
     Attributes:
         event_types: one per kind of message, each with its own silver table.
         envelope: the discriminator, event id and event time paths.
+        version: the document's own version, if it has one (a YAML contract's `version`,
+            AsyncAPI `info.version`, JSON Schema `$id`s); recorded on every row with the
+            declaration's fingerprint (`pipelines.contract.fingerprint`).
         rules: every rule (built-in and from constraints), unique by name; computed.
     """
 
@@ -59,6 +62,7 @@ class Contract:
     # Built-in rule name -> its severity (`quarantine` unless given; rows breaking a built-in
     # rule cannot stay in silver, so `quarantine` or `quarantine+block`).
     builtin_severities: Mapping[str, Severity] = field(default_factory=dict, hash=False)
+    version: str | None = None
     rules: tuple[Rule, ...] = field(init=False, compare=False, repr=False)
 
     def __post_init__(self) -> None:
@@ -82,6 +86,11 @@ class Contract:
             _check_envelope(self.envelope, event)
         if self.envelope.event_type is None:
             _check_subjects_without_discriminator(self.event_types)
+        if self.version is not None and (not isinstance(self.version, str) or not self.version):
+            raise ContractError(
+                f"a contract's version is a non-empty text such as 1.4.0, got {self.version!r}",
+                path=("version",),
+            )
         object.__setattr__(self, "builtin_severities", checked_severities(self.builtin_severities))
         rules = derive_rules(self.event_types, self.envelope, self.builtin_severities)
         object.__setattr__(self, "rules", rules)

@@ -1,5 +1,6 @@
 """The contract declared inline in YAML (or as the same dict), as a component's defs.yaml holds it.
 
+    version: 1.4.0                  # optional: your version, recorded on every row
     envelope:                       # optional; every key optional
       event_type: eventType         # JSON path of the discriminator
       event_id: eventId             # JSON path of the event id (de-duplication key)
@@ -58,7 +59,7 @@ from pipelines.contract.rules import BUILTIN_RULES
 from pipelines.contract.yaml_source import Document, load_document
 
 At = tuple[PathPart, ...]
-CONTRACT_KEYS = ("envelope", "events", "severities")
+CONTRACT_KEYS = ("version", "envelope", "events", "severities")
 ENVELOPE_KEYS = ("event_type", "event_id", "event_time", "fields")
 EVENT_KEYS = ("table", "subjects", "description", "unknown_fields", "fields", "derived")
 CONSTRAINT_KEYS = ("minimum", "maximum", "pattern", "enum", "max_length", "format")
@@ -227,8 +228,16 @@ class _Reader:
             self.event(name, spec, shared, (*at, "events", name)) for name, spec in events.items()
         ]
         severities = self.mapping(data.get("severities"), (*at, "severities"), BUILTIN_RULES)
+        version = data.get("version")
+        if version is not None and not isinstance(version, str | int | float):
+            raise self.fail(f"version is a text such as 1.4.0, got {version!r}", (*at, "version"))
         with self.at(at):
-            return Contract(tuple(event_types), envelope, dict(severities))
+            return Contract(
+                tuple(event_types),
+                envelope,
+                dict(severities),
+                version=None if version is None else str(version),
+            )
 
     def event(self, name: str, spec: Any, shared: tuple[Field, ...], at: At) -> EventType:
         spec = self.mapping(spec, at, EVENT_KEYS)

@@ -23,6 +23,7 @@ from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 
 from pipelines.contract import UNKNOWN_FIELDS_COLUMN, Contract, EventType, UnknownFields
+from pipelines.contract.fingerprint import contract_version, event_type_version
 from pipelines.silver import layout
 from pipelines.silver.duplicates import mark_duplicates
 from pipelines.silver.layout import EVENT_ID, EVENT_TYPE, SOURCE_COLUMNS
@@ -80,8 +81,10 @@ def _candidates(frame: DataFrame, contract: Contract, event: EventType) -> DataF
     if event.unknown_fields is UnknownFields.KEEP:
         unknown = F.col(layout.unknown_map(contract, event.name)).alias(UNKNOWN_FIELDS_COLUMN)
         columns.append(unknown)
-    rows = frame.where(F.col(EVENT_TYPE) == event.name).select(
-        *columns, *SOURCE_COLUMNS, "run_id", "processed_at", "failed_rules", QUARANTINED
+    rows = (
+        frame.where(F.col(EVENT_TYPE) == event.name)
+        .select(*columns, *SOURCE_COLUMNS, "run_id", "processed_at", "failed_rules", QUARANTINED)
+        .withColumn("contract_version", F.lit(event_type_version(contract, event)))
     )
     return _with_derived(rows, event)
 
@@ -156,6 +159,7 @@ def route(
         F.lit(source_table).cast("string").alias("source_table"),
         "run_id",
         F.lit(now).alias("quarantined_at"),
+        F.lit(contract_version(contract)).alias("contract_version"),
     )
     return SilverBatch(tables, quarantine.to(QUARANTINE_SCHEMA), candidates)
 

@@ -2,7 +2,8 @@
 
 A silver table has, in order: the event type's fields (the envelope's first), the
 `unknown_fields` map if it keeps them, its derived columns, then where the row came from
-(`stream`, `seq`, `subject`, `published`) and which run wrote it (`run_id`, `processed_at`).
+(`stream`, `seq`, `subject`, `published`), which run wrote it (`run_id`, `processed_at`)
+and the contract that judged it (`contract_version`, `pipelines.contract.fingerprint`).
 Field and derived descriptions become column comments (`StructField.metadata["comment"]`,
 which Delta writes as the column's comment) and descriptions in Dagster's
 `dagster/column_schema`.
@@ -47,9 +48,11 @@ SOURCE_FIELDS = (
     StructField("subject", _S, True, {"comment": "The subject it was published on."}),
     StructField("published", _T, True, {"comment": "When the stream stored it (UTC)."}),
 )
+_VERSION_COMMENT = "The contract that judged the row: [your version+]fingerprint."
 RUN_FIELDS = (
     StructField("run_id", _S, True, {"comment": "The run that wrote the row."}),
     StructField("processed_at", _T, True, {"comment": "When that run processed it."}),
+    StructField("contract_version", _S, True, {"comment": _VERSION_COMMENT}),
 )
 QUARANTINE_SCHEMA = StructType(
     [
@@ -62,6 +65,7 @@ QUARANTINE_SCHEMA = StructType(
         StructField("source_table", _S, True, {"comment": "The bronze table it came from."}),
         StructField("run_id", _S, True, {"comment": "The run that quarantined it."}),
         StructField("quarantined_at", _T, True, {"comment": "When."}),
+        StructField("contract_version", _S, True, {"comment": _VERSION_COMMENT}),
     ]
 )
 _UNKNOWN_COMMENT = "Fields the contract does not declare: JSON path -> value as JSON text."

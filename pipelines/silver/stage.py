@@ -32,16 +32,12 @@ from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
 from pipelines.contract import Contract, Rule
+from pipelines.contract.fingerprint import contract_version, event_type_version
 from pipelines.contract.rules import KNOWN_EVENT_TYPE, PARSEABLE_JSON
-from pipelines.delta_tables import (
-    CHANGE_DATA_FEED,
-    MergeOutcome,
-    ensure_table,
-    merge_new_rows,
-    table_version,
-)
+from pipelines.delta_tables import MergeOutcome, merge_new_rows, table_version
 from pipelines.ingest.bronze import BRONZE_SCHEMA
 from pipelines.silver.duplicates import colliding_keys, event_keys
+from pipelines.silver.evolution import ColumnChange, OnSchemaChange, TablePlan, prepare_tables
 from pipelines.silver.expectations import contract_suite, expectation_frame, rule_outcomes
 from pipelines.silver.parse import parse_events
 from pipelines.silver.route import judged_rows, route
@@ -107,6 +103,10 @@ class ContractSilverResult:
         reports: event type -> its Great Expectations report (validated batches only).
         expectations: event type -> rule -> its expectations' outcome (`rule_outcomes`);
             as recorded when nothing was new.
+        schema_changes: what this run changed in its tables' schemas to follow the contract
+            (`pipelines.silver.evolution`), before writing any row.
+        contract_versions: check target -> the `contract_version` its rows of this batch
+            record.
     """
 
     bronze_start: int | None  # None: nothing new
@@ -121,6 +121,8 @@ class ContractSilverResult:
     reports: dict[str, ValidationReport] = field(default_factory=dict)
     expectations: dict[str, dict[str, dict]] = field(default_factory=dict)
     checked: dict[str, int] = field(default_factory=dict)
+    schema_changes: tuple[ColumnChange, ...] = ()
+    contract_versions: dict[str, str] = field(default_factory=dict)
 
     @property
     def processed(self) -> bool:
@@ -154,6 +156,49 @@ def within_mostly(failing: int, checked: int, mostly: float) -> bool:
     return checked == 0 or (checked - failing) >= mostly * checked
 
 
+Policy = OnSchemaChange | Mapping[str, OnSchemaChange]
+
+
+def table_plans(
+    contract: Contract,
+    spark: SparkSession,
+    *,
+    table_paths: Mapping[str, str],
+    quarantine_path: str,
+    quarantine_name: str,
+    policy: Policy = OnSchemaChange.EVOLVE,
+) -> dict[str, TablePlan]:
+    """Every table the stage writes, keyed as `ContractSilverResult.tables` (and QUARANTINE),
+    with the schema and `contract_version` the contract gives it and its schema-change
+    policy (`policy`: one for all, or event type name -> policy, EVOLVE where not named)."""
+
+    def policy_of(name: str) -> OnSchemaChange:
+        if isinstance(policy, OnSchemaChange | str):
+            return OnSchemaChange(policy)
+        return OnSchemaChange(policy.get(name, OnSchemaChange.EVOLVE))
+
+    plans = {
+        e.name: TablePlan(
+            e.table,
+            table_paths[e.name],
+            silver_schema(e, spark),
+            e,
+            event_type_version(contract, e),
+            policy_of(e.name),
+        )
+        for e in contract.event_types
+    }
+    plans[QUARANTINE] = TablePlan(
+        quarantine_name,
+        quarantine_path,
+        QUARANTINE_SCHEMA,
+        None,
+        contract_version(contract),
+        OnSchemaChange.EVOLVE,  # the quarantine's columns are the stage's own
+    )
+    return plans
+
+
 def _check_paths(contract: Contract, table_paths: Mapping[str, str]) -> None:
     names = {e.name for e in contract.event_types}
     if set(table_paths) != names:
@@ -178,6 +223,8 @@ def run_contract_silver(
     source_table: str | None = None,
     validate: Validate | None = None,
     mostly: float = 1.0,
+    policy: Policy = OnSchemaChange.EVOLVE,
+    quarantine_name: str | None = None,
 ) -> ContractSilverResult:
     """Processes the stream's bronze rows the stage has not processed yet.
 
@@ -196,6 +243,10 @@ def run_contract_silver(
         validate: runs a Great Expectations suite on a frame; None: no suites, the checks
             come from the failure counts alone.
         mostly: the share of rows each expectation needs, in (0, 1].
+        policy: what to do when the contract and a live table differ (`OnSchemaChange`),
+            for every event type or per event type name (EVOLVE where not named).
+        quarantine_name: the quarantine table's name in reports; default
+            `quarantine_table(stream)`.
 
     Returns:
         What was read, written, quarantined and counted.
@@ -203,6 +254,8 @@ def run_contract_silver(
     Raises:
         ValueError: `table_paths` does not name exactly the contract's event types, `now` is
             naive or `run_id` empty.
+        SchemaChangeError: the contract no longer fits a table in a way `policy` does not
+            apply (nothing is written, the watermark stays).
         WatermarkConflictError: another run moved the watermark meanwhile (run again).
     """
     _check_paths(contract, table_paths)
@@ -238,18 +291,25 @@ def run_contract_silver(
         # if missing), then again only after a merge into it. The counts that let a merge be
         # skipped are of frames that give the same rows when Spark computes them again
         # (`merge_new_rows`' `count`).
-        paths = {e.name: table_paths[e.name] for e in contract.event_types}
-        paths[QUARANTINE] = quarantine_path
-        schemas = {e.name: silver_schema(e, spark) for e in contract.event_types}
-        schemas[QUARANTINE] = QUARANTINE_SCHEMA
-        versions = {
-            target: ensure_table(spark, path, schemas[target], properties=CHANGE_DATA_FEED)
-            for target, path in paths.items()
-        }
+        plans = table_plans(
+            contract,
+            spark,
+            table_paths=table_paths,
+            quarantine_path=quarantine_path,
+            quarantine_name=quarantine_name or quarantine_table(stream),
+            policy=policy,
+        )
+        paths = {target: plan.path for target, plan in plans.items()}
+        schemas = {target: plan.schema for target, plan in plans.items()}
+        # Each table made to fit the contract (created, or evolved) before any row is
+        # written; a change the policy refuses stops the run here, with nothing written.
+        ready = prepare_tables(spark, list(plans.values()))
+        versions = {target: ready[plan.name][0] for target, plan in plans.items()}
+        changes = tuple(c for plan in plans.values() for c in ready[plan.name][1])
         tables = {target: spark.read.format("delta").load(path) for target, path in paths.items()}
-        quarantine_table = tables.pop(QUARANTINE)
+        quarantined_before = tables.pop(QUARANTINE)
         keys = F.broadcast(event_keys(parsed, contract))
-        prior = cache(colliding_keys(keys, contract, tables, quarantine_table))
+        prior = cache(colliding_keys(keys, contract, tables, quarantined_before))
         batch = route(parsed, contract, prior, run_id=run_id, now=now, source_table=source_table)
         candidates = {name: cache(frame) for name, frame in batch.candidates.items()}
         quarantine = cache(batch.quarantine)
@@ -295,6 +355,8 @@ def run_contract_silver(
             reports,
             expectations,
             counts.checked,
+            changes,
+            {target: plan.fingerprint for target, plan in plans.items()},
         )
     finally:
         # The most derived frame first: uncaching a frame makes Spark re-plan each cache

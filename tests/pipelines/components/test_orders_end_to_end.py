@@ -64,16 +64,18 @@ DAILY = {
 PLACED_COLUMNS = (
     "event_id", "event_type", "occurred_at", "order_id", "customer_id", "amount", "currency",
     "amount_cents", "stream", "seq", "subject", "published", "run_id", "processed_at",
+    "contract_version",
 )  # fmt: skip
 SHIPPED_COLUMNS = (
     "event_id", "event_type", "occurred_at", "order_id", "shipped_at", "stream", "seq",
-    "subject", "published", "run_id", "processed_at",
+    "subject", "published", "run_id", "processed_at", "contract_version",
 )  # fmt: skip
 # What differs between two runs landing the same events.
 RUN_COLUMNS = {"published", "run_id", "processed_at", "quarantined_at", "ingest_run_id"}
 RUN_COLUMNS |= {"ingested_at", "published_date", "headers"}
-# Where a stream's own identity shows in a row.
-STREAM_COLUMNS = {"stream", "subject", "seq", "source_table"}
+# Where a stream's own identity shows in a row (the contract's fingerprint covers the
+# event type's table, which is the stream's).
+STREAM_COLUMNS = {"stream", "subject", "seq", "source_table", "contract_version"}
 
 
 @dataclass(frozen=True)

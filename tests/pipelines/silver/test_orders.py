@@ -12,6 +12,7 @@ from decimal import Decimal
 import pytest
 
 from pipelines.contract import read_contract
+from pipelines.contract.fingerprint import event_type_version
 from pipelines.ingest.bronze import BRONZE_SCHEMA
 from pipelines.settings import PROJECT_DIR
 from pipelines.silver import colliding_keys, event_keys, parse_events, route, rule_failures
@@ -22,6 +23,8 @@ BASE = dt.datetime(2026, 11, 21, 9, 0, tzinfo=dt.UTC)
 PUBLISHED = BASE + dt.timedelta(hours=1)  # every event happened before it was stored
 NOW = BASE + dt.timedelta(hours=2)
 COUNT = 1000
+# The contract that judged each row, as every silver row records it (`contract_version`).
+PLACED_VERSION, SHIPPED_VERSION = (event_type_version(CONTRACT, e) for e in CONTRACT.event_types)
 BAD = (
     "malformed_json",
     "missing_required",
@@ -165,6 +168,7 @@ def expected_placed() -> set[tuple]:
                     PUBLISHED,
                     "run-1",
                     NOW,
+                    PLACED_VERSION,
                 )
             )
     return rows
@@ -189,6 +193,7 @@ def expected_shipped() -> set[tuple]:
                     PUBLISHED,
                     "run-1",
                     NOW,
+                    SHIPPED_VERSION,
                 )
             )
     return rows
@@ -244,7 +249,7 @@ def test_each_silver_table_holds_exactly_the_valid_rows_typed(spark, batch):
     assert batch.tables["OrderPlaced"].columns == [
         "event_id", "event_type", "occurred_at", "order_id", "customer_id", "amount",
         "currency", "amount_cents", "stream", "seq", "subject", "published", "run_id",
-        "processed_at",
+        "processed_at", "contract_version",
     ]  # fmt: skip
     assert placed_rows == collected(spark, expected_placed(), batch.tables["OrderPlaced"].schema)
     shipped_schema = batch.tables["OrderShipped"].schema

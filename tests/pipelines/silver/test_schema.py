@@ -66,7 +66,7 @@ def test_table_schema_gives_dagster_columns_with_descriptions():
         "event_id", "string", description="Unique per event; also the message's Nats-Msg-Id."
     )
     assert schema.columns[1] == TableColumn("event_type", "string", description=None)
-    assert [c.name for c in schema.columns][-2:] == ["run_id", "processed_at"]
+    assert [c.name for c in schema.columns][-3:] == ["run_id", "processed_at", "contract_version"]
 
 
 def test_comments_reach_the_delta_table(spark, tmp_path):
