@@ -17,8 +17,10 @@ refreshes each gold table computed from it with `refresh_table`, which:
    `replaceWhere` overwrite;
 4. otherwise (the first write, a new definition, no bucketing, a silver table recreated at
    the same path (its Delta table id, recorded too, differs), change data not recorded for
-   those versions, because the table predates it or VACUUM removed it, or more than
-   `MAX_RANGES` separate time ranges to read) it recomputes the whole table and overwrites it.
+   those versions, because the table predates it or VACUUM removed it, change data across
+   a change of silver's schema that Delta cannot read in one schema (a widened type, a
+   renamed column: `pipelines.silver.evolution`), or more than `MAX_RANGES` separate time
+   ranges to read) it recomputes the whole table and overwrites it.
 
 Either way gold holds what a full recompute from that silver version gives: a bucket's rows
 depend only on silver's rows in that bucket, and every bucket with a changed row is
@@ -45,13 +47,17 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from pyspark.errors import AnalysisException
+from pyspark.errors import AnalysisException, UnsupportedOperationException
 from pyspark.sql import Column, DataFrame, Row, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql.types import DateType, StructType
 
 from pipelines.delta_tables import delta_path, last_commits, table_version
 
+# What Delta answers for a change data read across a change of silver's schema that it
+# cannot read in one schema (a widened type, a renamed column: `pipelines.silver.evolution`):
+# gold is then computed in full.
+_SCHEMA_CHANGED = "DELTA_CHANGE_DATA_FEED_INCOMPATIBLE"
 # The writes of this module, in the Delta log (SetTransaction's appId).
 TXN_APP_ID = "jetstream-lakehouse.refresh"
 # Operations that change no rows: gold's recorded inputs still hold after them.
@@ -294,8 +300,12 @@ def _changed_buckets(
             )
             found = [row[0] for row in changes.select(as_number(bucket)).distinct().collect()]
             source._changes[key] = (is_date, found)
-        except AnalysisException as error:
+        except (AnalysisException, UnsupportedOperationException) as error:
             condition = error.getCondition()
+            if isinstance(error, UnsupportedOperationException) and not str(condition).startswith(
+                _SCHEMA_CHANGED
+            ):
+                raise
             why = f"silver's change data since version {since + 1} is not available ({condition})"
             source._changes[key] = why
     return source._changes[key]

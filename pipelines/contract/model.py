@@ -62,7 +62,9 @@ class Contract:
     # Built-in rule name -> its severity (`quarantine` unless given; rows breaking a built-in
     # rule cannot stay in silver, so `quarantine` or `quarantine+block`).
     builtin_severities: Mapping[str, Severity] = field(default_factory=dict, hash=False)
-    version: str | None = None
+    # A label of the document, not part of the declaration: two documents declaring the
+    # same contract are equal whatever their versions.
+    version: str | None = field(default=None, compare=False)
     rules: tuple[Rule, ...] = field(init=False, compare=False, repr=False)
 
     def __post_init__(self) -> None:

@@ -59,7 +59,7 @@ from pipelines.contract.rules import BUILTIN_RULES
 from pipelines.contract.yaml_source import Document, load_document
 
 At = tuple[PathPart, ...]
-CONTRACT_KEYS = ("version", "envelope", "events", "severities")
+CONTRACT_KEYS = ("envelope", "events", "severities", "version")
 ENVELOPE_KEYS = ("event_type", "event_id", "event_time", "fields")
 EVENT_KEYS = ("table", "subjects", "description", "unknown_fields", "fields", "derived")
 CONSTRAINT_KEYS = ("minimum", "maximum", "pattern", "enum", "max_length", "format")

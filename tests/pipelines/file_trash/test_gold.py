@@ -41,7 +41,7 @@ def silver_rows(spark, rows, *, retention=dt.timedelta(days=30)):
         (
             f"e-{file_id}", "FileDeletedEvent", deleted_at, file_id, f"{file_id}.bin",
             f"/users/{user}/{file_id}.bin", size, mime, user, deleted_at, deleted_at + retention,
-            "FILE_EVENTS", seq, "files.deleted", deleted_at, "run-1", NOW,
+            "FILE_EVENTS", seq, "files.deleted", deleted_at, "run-1", NOW, "v1",
         )
         for seq, (file_id, user, mime, size, deleted_at) in enumerate(rows, start=1)
     ]  # fmt: skip

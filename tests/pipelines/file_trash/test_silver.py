@@ -15,6 +15,7 @@ from chispa import assert_df_equality
 from pyspark.sql import functions as F
 
 from pipelines.contract import read_contract
+from pipelines.contract.fingerprint import contract_version, event_type_version
 from pipelines.ingest.bronze import BRONZE_SCHEMA
 from pipelines.settings import PROJECT_DIR
 from pipelines.silver import QUARANTINE_SCHEMA, QUARANTINED, parse_events, silver_schema
@@ -30,6 +31,8 @@ NOW = dt.datetime(2026, 11, 21, 12, 0, tzinfo=dt.UTC)
 DELETED_AT = dt.datetime(2026, 11, 21, 10, 0, tzinfo=dt.UTC)
 PUBLISHED = NOW  # the stream stored each event at the time of processing
 STREAM = "FILE_EVENTS"
+# The contract_version each table's rows record.
+VERSIONS = {e.name: event_type_version(CONTRACT, e) for e in CONTRACT.event_types}
 SOURCE = "bronze/file_events"
 MISSING = object()
 
@@ -151,7 +154,7 @@ def test_a_valid_file_deleted_event_becomes_one_typed_silver_row(spark):
                 "e-1", "FileDeletedEvent", DELETED_AT, "file-e-1", "report.pdf",
                 "/users/user-001/documents/report.pdf", 123456, "application/pdf", "user-001",
                 DELETED_AT, DELETED_AT + dt.timedelta(days=30),
-                STREAM, 1, "files.deleted", PUBLISHED, "run-1", NOW,
+                STREAM, 1, "files.deleted", PUBLISHED, "run-1", NOW, VERSIONS[DELETED],
             )
         ],
         SILVER_FILE_DELETED_SCHEMA,
@@ -170,7 +173,7 @@ def test_a_valid_trashed_event_keeps_its_own_expires_at(spark):
                 "t-1", "FilePlacedInTrashEvent", DELETED_AT + dt.timedelta(seconds=5),
                 "trash-t-1", "file-e-1", "report.pdf", "user-001",
                 DELETED_AT + dt.timedelta(seconds=5), dt.datetime(2026, 12, 21, 10, tzinfo=dt.UTC),
-                "e-1", STREAM, 1, "files.trashed", PUBLISHED, "run-1", NOW,
+                "e-1", STREAM, 1, "files.trashed", PUBLISHED, "run-1", NOW, VERSIONS[TRASHED],
             )
         ],
         SILVER_FILE_TRASHED_SCHEMA,
@@ -259,7 +262,7 @@ def test_quarantine_rows_carry_the_source_row_run_and_time(spark):
                 STREAM, 42, "files.deleted", PUBLISHED, encoded(event),
                 "e-9", "FileDeletedEvent", ["user_id_format"],
                 "user_id_format: data.userId 'bob' does not match ^user-[0-9]{3,}$",
-                SOURCE, "run-1", NOW,
+                SOURCE, "run-1", NOW, contract_version(CONTRACT),
             )
         ],
         QUARANTINE_SCHEMA,

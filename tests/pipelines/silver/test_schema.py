@@ -22,7 +22,7 @@ def test_orders_tables_have_fields_derived_source_and_run_columns(spark):
         "struct<event_id:string,event_type:string,occurred_at:timestamp,order_id:string,"
         "customer_id:string,amount:decimal(12,2),currency:string,amount_cents:bigint,"
         "stream:string,seq:bigint,subject:string,published:timestamp,run_id:string,"
-        "processed_at:timestamp>"
+        "processed_at:timestamp,contract_version:string>"
     )
     assert shipped.fieldNames()[:4] == ["event_id", "event_type", "occurred_at", "order_id"]
     assert placed["amount"].metadata == {"comment": "Order total, in currency."}
@@ -38,18 +38,18 @@ def test_file_trash_tables_have_the_silver_schemas_with_comments():
         "struct<event_id:string,event_type:string,event_timestamp:timestamp,file_id:string,"
         "file_name:string,file_path:string,file_size:bigint,mime_type:string,user_id:string,"
         "deleted_at:timestamp,expires_at:timestamp,stream:string,seq:bigint,subject:string,"
-        "published:timestamp,run_id:string,processed_at:timestamp>"
+        "published:timestamp,run_id:string,processed_at:timestamp,contract_version:string>"
     )
     assert trashed.simpleString() == (
         "struct<event_id:string,event_type:string,event_timestamp:timestamp,trash_id:string,"
         "file_id:string,file_name:string,user_id:string,trashed_at:timestamp,"
         "expires_at:timestamp,original_event_id:string,stream:string,seq:bigint,subject:string,"
-        "published:timestamp,run_id:string,processed_at:timestamp>"
+        "published:timestamp,run_id:string,processed_at:timestamp,contract_version:string>"
     )
     assert QUARANTINE_SCHEMA.simpleString() == (
         "struct<stream:string,seq:bigint,subject:string,published:timestamp,payload:binary,"
         "event_id:string,event_type:string,failed_rules:array<string>,error:string,"
-        "source_table:string,run_id:string,quarantined_at:timestamp>"
+        "source_table:string,run_id:string,quarantined_at:timestamp,contract_version:string>"
     )
     assert all(f.nullable for f in [*deleted, *trashed, *QUARANTINE_SCHEMA])
     assert deleted["expires_at"].metadata == {

@@ -121,7 +121,7 @@ def test_a_table_that_receives_no_rows_is_created_and_not_merged_into(spark, sto
         for name, path in {**paths["table_paths"], QUARANTINE: paths["quarantine_path"]}.items()
     }
     assert operations == {
-        "OrderPlaced": ["MERGE", "WRITE"],
-        "OrderShipped": ["WRITE"],  # created empty, so the table exists after the first run
-        QUARANTINE: ["WRITE"],
+        "OrderPlaced": ["MERGE", "CREATE TABLE"],
+        "OrderShipped": ["CREATE TABLE"],  # created empty, so the table exists after the first run
+        QUARANTINE: ["CREATE TABLE"],
     }
