@@ -45,6 +45,7 @@ from pipelines.contract import Contract
 from pipelines.delta_tables import table_version
 from pipelines.ingest.spec import IngestSpec
 from pipelines.silver.artifacts import store_silver_artifacts
+from pipelines.silver.evolution import OnSchemaChange
 from pipelines.silver.expectations import recorded_outcomes
 from pipelines.silver.schema import (
     QUARANTINE_SCHEMA,
@@ -55,6 +56,7 @@ from pipelines.silver.schema import (
 from pipelines.silver.stage import (
     QUARANTINE,
     ContractSilverResult,
+    Policy,
     quarantine_table,
     recorded_checked,
     recorded_failures,
@@ -84,6 +86,7 @@ def build_contract_silver_asset(
     mostly: float = 1.0,
     artifacts_bucket: str | None = ARTIFACTS_BUCKET,
     automation_condition: AutomationCondition | None = None,
+    policy: Policy = OnSchemaChange.EVOLVE,
 ) -> AssetsDefinition:
     """The contract's silver multi-asset, reading `ingest`'s bronze table.
 
@@ -101,6 +104,8 @@ def build_contract_silver_asset(
             warning (the batch is in its tables by then), not an error.
         automation_condition: every silver table's condition (e.g. `AFTER_UPSTREAM_COMMITS`,
             to follow each bronze commit); None: only runs someone launches.
+        policy: what a run does when the contract and a live table differ
+            (`pipelines.silver.evolution`): one policy, or event type name -> policy.
 
     Returns:
         The multi-asset `silver_<stream lower>` (resources jetstream, spark, lakehouse,
@@ -199,6 +204,8 @@ def build_contract_silver_asset(
                         frame, suite, evaluated_at=now, meta={"run_id": context.run.run_id}
                     ),
                     mostly=mostly,
+                    policy=policy,
+                    quarantine_name=quarantine,
                 )
                 break
             except WatermarkConflictError as error:
@@ -330,6 +337,18 @@ def _materialization(session, contract, target, key, path, result, stored) -> Ma
         metadata["dagster/row_count"] = MetadataValue.int(
             session.read.format("delta").load(path).count()
         )
+    version_text = result.contract_versions.get(target)
+    if version_text:
+        metadata["contract_version"] = MetadataValue.text(version_text)
+    events = {e.table for e in contract.event_types}
+    table_name = contract.event_type(target).table if target != QUARANTINE else None
+    changed = [
+        c.describe()
+        for c in result.schema_changes
+        if c.table == table_name or (target == QUARANTINE and c.table not in events)
+    ]
+    if changed:
+        metadata["schema_changes"] = MetadataValue.md("\n".join(f"- {c}" for c in changed))
     if target == QUARANTINE:
         for rule, rows in sorted(result.quarantined_by_rule.items()):
             metadata[f"quarantined_{rule}"] = MetadataValue.int(rows)

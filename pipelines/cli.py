@@ -6,7 +6,10 @@
 - `jsl provision`: reconcile the topology (stream, consumers, buckets) on a server, plan first;
 - `jsl generate`: publish realistic (and, on request, bad) file events;
 - `jsl artifacts list|get`: the runs' validation reports and manifests in the Object Store;
-- `jsl status`: streams, consumers, checkpoints, leases, watermarks, replays (and tables).
+- `jsl status`: streams, consumers, checkpoints, leases, watermarks, replays (and tables);
+- `jsl contract diff`: each stream's contract against its live silver tables;
+- `jsl quarantine retry`, `jsl silver rebuild`: judge processed rows again under the current
+  contract, each bronze row ending in exactly one of silver or quarantine.
 
 The Makefile calls these; they work the same when called directly from the virtualenv.
 """
@@ -21,6 +24,7 @@ import sys
 
 from pipelines import demo as demo_module
 from pipelines.commands import artifacts as artifacts_command
+from pipelines.commands import contract as contract_command
 from pipelines.commands import generate as generate_command
 from pipelines.commands import provision as provision_command
 from pipelines.commands import status as status_command
@@ -87,6 +91,10 @@ def main(argv: list[str] | None = None) -> int:
         "status", help="one screen of the pipeline's state (streams, consumers, stages, replays)"
     )
     status_command.add_arguments(status)
+    contract = commands.add_parser(
+        "contract", help="compare each stream's contract with its live silver tables"
+    )
+    contract_command.add_arguments(contract)
     # `jsl dev` passes what it does not know to `dagster dev` (e.g. `jsl dev -p 3001`).
     args, unknown = parser.parse_known_args(argv)
     if unknown and args.command != "dev":
@@ -102,6 +110,8 @@ def main(argv: list[str] | None = None) -> int:
         return artifacts_command.run(args)
     if args.command == "status":
         return status_command.run(args)
+    if args.command == "contract":
+        return contract_command.run(args)
     if args.command == "demo":
         check_java()
         return demo_module.run_demo(args.events, bad_share=args.bad_share, verbose=args.verbose)

@@ -65,10 +65,14 @@ from pipelines.contract import (
     read_derived,
 )
 from pipelines.default_resources import default_resources
+from pipelines.settings import Settings
+from pipelines.silver.drift import LOGGER, REPORTS, DriftReport, pending_changes
+from pipelines.silver.evolution import OnSchemaChange
 from pipelines.silver.schema import RUN_FIELDS, SOURCE_FIELDS
 from pipelines.silver.stage import quarantine_table
 from pipelines.streams import DEFAULT_REPLAY_BUCKET, BronzeIngest, build_stream_defs
 from resources.jetstream import KeyValueSpec, ObjectStoreSpec, Topology
+from resources.lakehouse import LakehouseResource
 
 
 @scaffold_with(JetStreamStreamScaffolder)
@@ -149,6 +153,33 @@ class JetStreamStream(Component, Model, Resolvable):
         description="The share of a batch's rows every check needs: each Great Expectations "
         "expectation, and the rows a message-level rule judged (1.0: any breaking row fails).",
     )
+
+    on_schema_change: OnSchemaChange = Field(
+        default=OnSchemaChange.EVOLVE,
+        description="What a silver run does when the contract and a live silver table differ "
+        "(docs/contract-changes.md): evolve applies additive, widening and rename changes "
+        "through Delta (ADD COLUMNS, type widening, column mapping) before its first write; "
+        "freeze refuses any difference. Breaking changes are refused either way.",
+    )
+    on_schema_change_by_event: dict[str, OnSchemaChange] = Field(
+        default_factory=dict,
+        description="Event type -> its own on_schema_change (e.g. {OrderPlaced: freeze}).",
+    )
+
+    def schema_policy(self, contract: Contract) -> dict[str, OnSchemaChange]:
+        """Each event type's on_schema_change.
+
+        Raises:
+            ValueError: `on_schema_change_by_event` names an event type the contract lacks.
+        """
+        names = [e.name for e in contract.event_types]
+        unknown = sorted(set(self.on_schema_change_by_event) - set(names))
+        if unknown:
+            raise ValueError(
+                f"on_schema_change_by_event names {unknown!r}, which the contract does not "
+                f"declare; its event types are {', '.join(names)}"
+            )
+        return {n: self.on_schema_change_by_event.get(n, self.on_schema_change) for n in names}
 
     def read_contract(self, directory: Path) -> Contract | None:
         """The declared contract (None without one), read relative to `directory`, the
@@ -255,6 +286,8 @@ class JetStreamStream(Component, Model, Resolvable):
                 ]
             stream_defs = build_stream_defs(stream, ingests)
             gold = self.aggregate_assets(contract)
+            if contract is not None:
+                self.report_schema_changes(contract)
         except ValueError as error:
             what = str(error)
             if not what.startswith("stream "):
@@ -265,6 +298,24 @@ class JetStreamStream(Component, Model, Resolvable):
             stream_defs,
             Definitions(assets=[*silver, *gold], resources=default_resources(), executor=executor),
         )
+
+    def report_schema_changes(self, contract: Contract) -> DriftReport:
+        """Compares the contract with the live silver tables (no Spark: their Delta logs)
+        and logs each difference as a warning, so `dg check defs` and every code location
+        load show what the next run will change or refuse; `jsl contract diff` prints the
+        same report (`pipelines.silver.drift`)."""
+        lakehouse = LakehouseResource(root=Settings.from_env().lakehouse_root)
+        report = pending_changes(
+            contract,
+            stream=self.stream.name,
+            table_path=lakehouse.table_path,
+            quarantine=self.quarantine(),
+            policy=self.schema_policy(contract),
+        )
+        REPORTS[self.stream.name] = report
+        for line in report.lines():
+            LOGGER.warning(line)
+        return report
 
     def aggregate_assets(self, contract: Contract | None) -> list[AssetsDefinition]:
         """One asset per declared aggregate, over its event type's silver table.
@@ -328,6 +379,7 @@ class JetStreamStream(Component, Model, Resolvable):
             mostly=self.check_mostly,
             artifacts_bucket=self.artifacts_bucket,
             automation_condition=AFTER_UPSTREAM_COMMITS if self.automate else None,
+            policy=self.schema_policy(contract),
         )
 
     def _silver_source(self, ingests: list[BronzeIngest]) -> BronzeIngest:

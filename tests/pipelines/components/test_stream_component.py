@@ -180,3 +180,45 @@ def test_dg_check_defs_names_what_is_wrong_and_where(
     assert done.returncode != 0, output
     for text in expected:
         assert text in output, f"{broken}: {text!r} not in:\n{output[-3000:]}"
+
+
+def test_dg_check_defs_and_jsl_contract_diff_report_how_the_contract_differs_from_its_table(
+    project: Path, scaffolded: Path, spark, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from pyspark.sql.types import DecimalType, StructField, StructType
+
+    from pipelines.contract import read_contract
+    from pipelines.silver.schema import silver_schema
+
+    contract = read_contract(scaffolded, at=("attributes", "contract"))
+    event = contract.event_types[0]
+    wanted = silver_schema(event, spark)
+    # The live table as an older contract left it: its first field a decimal, and a column
+    # the contract no longer has.
+    first = wanted.fields[0]
+    old = StructType(
+        [
+            StructField(first.name, DecimalType(10, 2)),
+            *wanted.fields[1:],
+            StructField("legacy", DecimalType(10, 2)),
+        ]
+    )
+    root = tmp_path / "lakehouse"
+    spark.createDataFrame([], old).write.format("delta").save(str(root / event.table))
+    monkeypatch.setenv("LAKEHOUSE_ROOT", str(root))
+
+    checked = dg("check", "defs", cwd=project)
+    diff = subprocess.run(
+        [str(Path(sys.executable).parent / "jsl"), "contract", "diff", "--project", str(project)],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+
+    output = checked.stdout + checked.stderr
+    assert checked.returncode == 0, output  # a report, not a failure: the run refuses
+    line = f"stream ORDERS: {event.table}: column {first.name!r} decimal(10,2) -> string"
+    assert line in output, output[-3000:]
+    assert f"{event.table}: column 'legacy' decimal(10,2) -> (none)" in output
+    assert diff.returncode == 1, diff.stdout + diff.stderr
+    assert line in diff.stdout and "would be refused" in diff.stdout
