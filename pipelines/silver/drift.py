@@ -49,9 +49,10 @@ class DriftReport:
 
     def lines(self) -> list[str]:
         """One line per difference and note, each naming the table and column."""
-        return [f"stream {self.stream}: {c.describe(self._policy_of(c))}" for c in self.changes] + [
-            f"stream {self.stream}: {note}" for note in self.notes
-        ]
+        return [
+            f"stream {self.stream}: {c.describe(self._policy_of(c), self.stream)}"
+            for c in self.changes
+        ] + [f"stream {self.stream}: {note}" for note in self.notes]
 
     def _policy_of(self, change: ColumnChange) -> OnSchemaChange:
         return self.policy.get(change.table, OnSchemaChange.EVOLVE)

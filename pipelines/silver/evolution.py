@@ -36,6 +36,7 @@ addition (breaking); the first run records them.
 
 from __future__ import annotations
 
+import dataclasses
 import enum
 import json
 from collections.abc import Iterable, Mapping, Sequence
@@ -101,6 +102,7 @@ class ColumnChange:
         new: the contract's type (for a rename: the new name); None for a removed column.
         why: what changed, in a few words.
         after: additive only: the column it goes after (None: first).
+        event: the event type whose table it is (None: the quarantine).
     """
 
     table: str
@@ -110,16 +112,18 @@ class ColumnChange:
     new: str | None
     why: str
     after: str | None = None
+    event: str | None = None
 
     @property
     def system(self) -> bool:
         """Whether the stage's own column changes (added whatever the policy)."""
         return self.column in SYSTEM_COLUMNS
 
-    def describe(self, policy: OnSchemaChange = OnSchemaChange.EVOLVE) -> str:
-        """One line: table, column, old and new, the kind and what the run does about it."""
+    def describe(self, policy: OnSchemaChange = OnSchemaChange.EVOLVE, stream: str = "") -> str:
+        """One line: table, column, old and new, the kind and what the run does about it
+        (the commands it names use `stream` when given)."""
         if self.kind is ChangeKind.BREAKING:
-            action = "refused: " + _resolve_breaking(self)
+            action = "refused: " + _resolve_breaking(self, stream or "<stream>")
         elif policy is OnSchemaChange.FREEZE and not self.system:
             action = "refused (on_schema_change: freeze): set on_schema_change: evolve to apply it"
         else:
@@ -130,11 +134,17 @@ class ColumnChange:
         )
 
 
-def _resolve_breaking(change: ColumnChange) -> str:
+def _resolve_breaking(change: ColumnChange, stream: str) -> str:
+    rebuild = f"jsl silver rebuild --stream {stream} --event-type {change.event or '<type>'}"
+    if change.new == "required":
+        return (
+            f"`{rebuild}` judges the table's rows by the new contract (those without a value "
+            "go to quarantine), then runs go on; or declare the field optional again"
+        )
     return (
-        "restore the old declaration, or rebuild the table from bronze under the new contract "
-        f"(`jsl silver rebuild --table {change.table} --replace-table`: rows that break the "
-        "new contract go to quarantine)"
+        "restore the old declaration, or give the event type a new `table:` and fill it from "
+        f"bronze under the new contract with `{rebuild}` (rows that break it go to "
+        "quarantine; the old table stays as it is, for you to drop)"
     )
 
 
@@ -145,12 +155,16 @@ class SchemaChangeError(Exception):
         changes: every difference that stops the run.
     """
 
-    def __init__(self, changes: Sequence[ColumnChange], policy: OnSchemaChange) -> None:
+    def __init__(
+        self, changes: Sequence[ColumnChange], policy: OnSchemaChange, stream: str = ""
+    ) -> None:
         self.changes = tuple(changes)
         self.policy = policy
-        lines = "\n".join(f"  - {c.describe(policy)}" for c in self.changes)
+        self.stream = stream
+        lines = "\n".join(f"  - {c.describe(policy, stream)}" for c in self.changes)
+        whose = f"stream {stream}'s contract" if stream else "the contract"
         super().__init__(
-            f"the contract no longer fits {len(self.changes)} column(s) of its silver tables; "
+            f"{whose} no longer fits {len(self.changes)} column(s) of its silver tables; "
             f"nothing was written:\n{lines}\n"
             "`jsl contract diff` lists every difference; docs/contract-changes.md says what "
             "each kind of change needs"
@@ -307,6 +321,8 @@ def compare_table(
             if isinstance(old, str) and old.lower() != f.column.lower():
                 renamed_from[f.column.lower()] = old
     changes = _compare_structs(table, "", live, wanted, renamed_from)
+    if event is not None:
+        changes = [dataclasses.replace(c, event=event.name) for c in changes]
     for column, lacking in (rows_lacking or {}).items():
         if lacking:
             changes.append(
@@ -317,6 +333,7 @@ def compare_table(
                     "optional",
                     "required",
                     f"made required, but {lacking} row(s) of the table have no value",
+                    event=None if event is None else event.name,
                 )
             )
     return changes
@@ -491,7 +508,7 @@ def inspect_tables(spark: SparkSession, plans: Sequence[TablePlan]) -> list[Colu
 
 
 def prepare_tables(
-    spark: SparkSession, plans: Sequence[TablePlan]
+    spark: SparkSession, plans: Sequence[TablePlan], *, stream: str = ""
 ) -> dict[str, tuple[int, list[ColumnChange]]]:
     """Makes every table of `plans` fit its contract before a run writes rows into it.
 
@@ -504,6 +521,7 @@ def prepare_tables(
     Args:
         spark: the session.
         plans: the tables and what the contract wants of each.
+        stream: the stream, named in the error.
 
     Returns:
         Table name -> (its version now, the changes applied).
@@ -514,7 +532,7 @@ def prepare_tables(
     found = [_inspect(spark, plan) for plan in plans]
     stopping = [c for f in found for c in refused(f.changes, f.plan.policy)]
     if stopping:
-        raise SchemaChangeError(stopping, found[0].plan.policy)
+        raise SchemaChangeError(stopping, found[0].plan.policy, stream)
     ready = {}
     for f in found:
         plan, version = f.plan, f.version

@@ -40,6 +40,7 @@ from pipelines.silver.duplicates import colliding_keys, event_keys
 from pipelines.silver.evolution import ColumnChange, OnSchemaChange, TablePlan, prepare_tables
 from pipelines.silver.expectations import contract_suite, expectation_frame, rule_outcomes
 from pipelines.silver.parse import parse_events
+from pipelines.silver.rejudge_intent import refuse_while_pending
 from pipelines.silver.route import judged_rows, route
 from pipelines.silver.rule_columns import silver_rules
 from pipelines.silver.schema import QUARANTINE_SCHEMA, silver_schema
@@ -256,12 +257,15 @@ def run_contract_silver(
             naive or `run_id` empty.
         SchemaChangeError: the contract no longer fits a table in a way `policy` does not
             apply (nothing is written, the watermark stays).
+        RejudgeInProgressError: a retry or rebuild of the stage is under way or was
+            interrupted (`pipelines.silver.rejudge`); nothing is written.
         WatermarkConflictError: another run moved the watermark meanwhile (run again).
     """
     _check_paths(contract, table_paths)
     if now.tzinfo is None or not run_id:
         raise ValueError(f"now must be timezone-aware and run_id non-empty: {now!r}, {run_id!r}")
     watermark = watermarks.load(stage)
+    refuse_while_pending(watermarks.bucket, stage)
     version = table_version(spark, bronze_path)
     nothing = MergeOutcome(0, None)
     empty = {name: nothing for name in table_paths}
@@ -303,7 +307,7 @@ def run_contract_silver(
         schemas = {target: plan.schema for target, plan in plans.items()}
         # Each table made to fit the contract (created, or evolved) before any row is
         # written; a change the policy refuses stops the run here, with nothing written.
-        ready = prepare_tables(spark, list(plans.values()))
+        ready = prepare_tables(spark, list(plans.values()), stream=stream)
         versions = {target: ready[plan.name][0] for target, plan in plans.items()}
         changes = tuple(c for plan in plans.values() for c in ready[plan.name][1])
         tables = {target: spark.read.format("delta").load(path) for target, path in paths.items()}
@@ -317,6 +321,7 @@ def run_contract_silver(
         reports = {} if validate is None else _validate(contract, candidates, validate, mostly)
         expectations = {name: rule_outcomes(report) for name, report in reports.items()}
         incoming = {**batch.tables, QUARANTINE: quarantine}
+        refuse_while_pending(watermarks.bucket, stage)  # again: one may have begun since
         merged = {
             target: merge_new_rows(
                 spark,
