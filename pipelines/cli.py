@@ -27,6 +27,7 @@ from pipelines.commands import artifacts as artifacts_command
 from pipelines.commands import contract as contract_command
 from pipelines.commands import generate as generate_command
 from pipelines.commands import provision as provision_command
+from pipelines.commands import rejudge as rejudge_command
 from pipelines.commands import status as status_command
 
 
@@ -95,6 +96,14 @@ def main(argv: list[str] | None = None) -> int:
         "contract", help="compare each stream's contract with its live silver tables"
     )
     contract_command.add_arguments(contract)
+    quarantine = commands.add_parser(
+        "quarantine", help="judge quarantined rows again under the current contract"
+    )
+    rejudge_command.add_quarantine_arguments(quarantine)
+    silver = commands.add_parser(
+        "silver", help="re-derive silver and quarantine from bronze for a range"
+    )
+    rejudge_command.add_silver_arguments(silver)
     # `jsl dev` passes what it does not know to `dagster dev` (e.g. `jsl dev -p 3001`).
     args, unknown = parser.parse_known_args(argv)
     if unknown and args.command != "dev":
@@ -112,6 +121,9 @@ def main(argv: list[str] | None = None) -> int:
         return status_command.run(args)
     if args.command == "contract":
         return contract_command.run(args)
+    if args.command in ("quarantine", "silver"):
+        check_java()
+        return rejudge_command.run(args)
     if args.command == "demo":
         check_java()
         return demo_module.run_demo(args.events, bad_share=args.bad_share, verbose=args.verbose)

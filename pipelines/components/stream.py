@@ -31,7 +31,7 @@ maintenance takes them. Runs use the in-process executor (one Spark JVM per run)
 
 from __future__ import annotations
 
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -40,6 +40,7 @@ from dagster import (
     AssetsDefinition,
     ComponentLoadContext,
     Definitions,
+    JobDefinition,
     Model,
     Resolvable,
     in_process_executor,
@@ -65,6 +66,8 @@ from pipelines.contract import (
     read_derived,
 )
 from pipelines.default_resources import default_resources
+from pipelines.ingest.spec import IngestSpec
+from pipelines.rejudge_job import build_rejudge_job
 from pipelines.settings import Settings
 from pipelines.silver.drift import LOGGER, REPORTS, DriftReport, pending_changes
 from pipelines.silver.evolution import OnSchemaChange
@@ -73,6 +76,21 @@ from pipelines.silver.stage import quarantine_table
 from pipelines.streams import DEFAULT_REPLAY_BUCKET, BronzeIngest, build_stream_defs
 from resources.jetstream import KeyValueSpec, ObjectStoreSpec, Topology
 from resources.lakehouse import LakehouseResource
+
+
+@dataclass(frozen=True)
+class LoadedSilver:
+    """A declared stream's silver as its last load built it (for `jsl quarantine retry` and
+    `jsl silver rebuild`, which judge its rows again outside a Dagster run)."""
+
+    contract: Contract
+    ingest: IngestSpec  # the ingest whose bronze table silver reads
+    quarantine: str  # the quarantine's table
+    policy: dict[str, OnSchemaChange]  # event type -> on_schema_change
+
+
+# Stream name -> its silver, filled as components load.
+LOADED: dict[str, LoadedSilver] = {}
 
 
 @scaffold_with(JetStreamStreamScaffolder)
@@ -278,6 +296,7 @@ class JetStreamStream(Component, Model, Resolvable):
             stream = self.stream.spec()
             ingests = [ingest.ingest(stream) for ingest in self.ingests]
             silver = [] if contract is None else [self.silver_asset(contract, ingests)]
+            jobs = [] if contract is None else [self.rejudge_job(contract, ingests)]
             if silver and self.silver_in_ingest_run:
                 source = self._silver_source(ingests).spec.name
                 keys = tuple(sorted(silver[0].keys, key=AssetKey.to_user_string))
@@ -288,6 +307,10 @@ class JetStreamStream(Component, Model, Resolvable):
             gold = self.aggregate_assets(contract)
             if contract is not None:
                 self.report_schema_changes(contract)
+                source = self._silver_source(ingests).spec
+                LOADED[self.stream.name] = LoadedSilver(
+                    contract, source, self.quarantine(), self.schema_policy(contract)
+                )
         except ValueError as error:
             what = str(error)
             if not what.startswith("stream "):
@@ -296,7 +319,12 @@ class JetStreamStream(Component, Model, Resolvable):
         executor = in_process_executor if self.in_process else None
         return Definitions.merge(
             stream_defs,
-            Definitions(assets=[*silver, *gold], resources=default_resources(), executor=executor),
+            Definitions(
+                assets=[*silver, *gold],
+                jobs=jobs,
+                resources=default_resources(),
+                executor=executor,
+            ),
         )
 
     def report_schema_changes(self, contract: Contract) -> DriftReport:
@@ -379,6 +407,16 @@ class JetStreamStream(Component, Model, Resolvable):
             mostly=self.check_mostly,
             artifacts_bucket=self.artifacts_bucket,
             automation_condition=AFTER_UPSTREAM_COMMITS if self.automate else None,
+            policy=self.schema_policy(contract),
+        )
+
+    def rejudge_job(self, contract: Contract, ingests: list[BronzeIngest]) -> JobDefinition:
+        """`rejudge_<stream lower>`: the job of `jsl quarantine retry` and `jsl silver
+        rebuild` (`pipelines.rejudge_job`)."""
+        return build_rejudge_job(
+            contract,
+            self._silver_source(ingests).spec,
+            quarantine=self.quarantine(),
             policy=self.schema_policy(contract),
         )
 

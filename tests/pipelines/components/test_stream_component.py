@@ -103,7 +103,7 @@ def test_the_scaffolded_defs_yaml_checks_and_loads_the_stream(
         "silver/orders_example:field_types_valid",
         "silver/orders_example:event_id_unique",
     }
-    assert {j["name"] for j in defs["jobs"]} == {"ingest_orders_events"}
+    assert {j["name"] for j in defs["jobs"]} == {"ingest_orders_events", "rejudge_orders"}
     # Silver follows bronze by declarative automation (automate: true), which Dagster evaluates
     # with its default automation condition sensor.
     assert {s["name"] for s in defs["sensors"]} == {
