@@ -46,6 +46,12 @@ RUN_ELSEWHERE = {
     "dg check defs": "tests/pipelines/components/test_stream_component.py",
     # docs/contract-changes.md: against a table the contract no longer fits
     "jsl contract diff": "tests/pipelines/components/test_stream_component.py",
+    "jsl quarantine retry --stream ORDERS --rule currency_in_allowed_values": (
+        "tests/pipelines/commands/test_rejudge_command.py"
+    ),
+    "jsl silver rebuild --stream ORDERS --first-seq 1 --last-seq 5000": (
+        "tests/pipelines/commands/test_rejudge_command.py"
+    ),
     "dg list defs": "tests/pipelines/components/test_stream_component.py",
     # docs/your-stream.md: a temporary dg project declaring ORDERS, provisioned and launched
     "jsl provision --project . --yes": "tests/pipelines/components/test_orders_end_to_end.py",

@@ -17,6 +17,8 @@ from pyspark.sql import functions as F
 
 from pipelines.contract import contract_from_dict
 from pipelines.ingest.bronze import BRONZE_SCHEMA
+from pipelines.silver.rejudge import rejudge
+from pipelines.silver.rejudge_intent import Selection
 from pipelines.silver.stage import QUARANTINE, run_contract_silver
 
 STREAM = "ORDERS"
@@ -94,6 +96,15 @@ def run(spark, store, table_root, contract, run_id="run", **options):
     return run_contract_silver(
         spark, store, contract, stream=STREAM, stage=STAGE, run_id=run_id, now=NOW,
         source_table="bronze/orders", **paths(table_root, contract), **options,
+    )  # fmt: skip
+
+
+def rebuild(spark, store, table_root, contract, run_id="rebuild", **selection):
+    """`jsl silver rebuild` of the ORDERS stage: every row in the selection judged again."""
+    return rejudge(
+        spark, store, contract, stream=STREAM, stage=STAGE, run_id=run_id, now=NOW,
+        source_table="bronze/orders", selection=Selection(quarantined_only=False, **selection),
+        **paths(table_root, contract),
     )  # fmt: skip
 
 
