@@ -1,0 +1,69 @@
+"""Runs one quarantine retry in this process and SIGKILLs itself right after a table write.
+
+Used by `test_rejudge_killed.py` to kill a retry for real: no `finally`, no lease given up,
+no intent deleted; the JVM this process started exits with it.
+
+    python -m tests.pipelines.silver.rejudge_child NATS_URL BUCKET ROOT AFTER RUN_ID
+
+Exits 0 if the retry finished with fewer than AFTER writes.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import sys
+from pathlib import Path
+
+from pipelines.silver.rejudge import rejudge
+from pipelines.silver.rejudge_intent import Selection
+from pipelines.silver.rejudge_writes import MERGE_WRITES
+from pipelines.silver.stage import QUARANTINE
+from pipelines.watermarks import WatermarkStore
+from resources.jetstream import JetStreamResource, KeyValueSpec
+from resources.spark import SparkResource
+from tests.pipelines.silver.contract_changes import NOW, STAGE, STREAM, orders, paths
+
+# The contract after the fix: GBP admitted (the test's first contract refuses it).
+LOOSE = {"data.orderId": {"required": True}, "data.currency": {"enum": ["EUR", "USD", "GBP"]}}
+
+
+class KillAfter:
+    """Writes as the MERGE does and SIGKILLs the process right after the `after`-th write."""
+
+    def __init__(self, after: int) -> None:
+        self.after, self.done = after, 0
+
+    def _count(self) -> None:
+        self.done += 1
+        if self.done == self.after:
+            os.kill(os.getpid(), signal.SIGKILL)
+
+    def upsert(self, spark, rows, path, seqs):
+        MERGE_WRITES.upsert(spark, rows, path, seqs)
+        self._count()
+
+    def delete(self, spark, keys, path, seqs):
+        MERGE_WRITES.delete(spark, keys, path, seqs)
+        self._count()
+
+
+def main(argv: list[str]) -> int:
+    url, bucket, root, after, run_id = argv
+    contract = orders(LOOSE)
+    killer = KillAfter(int(after))
+    spark = SparkResource(ui_enabled=False, shuffle_partitions=2, driver_memory="1g")
+    session = spark.get_session()
+    with JetStreamResource(servers=url, connect_timeout=5, request_timeout=5).client() as js:
+        store = WatermarkStore(js.create_key_value(KeyValueSpec(bucket)))
+        rejudge(
+            session, store, contract, stream=STREAM, stage=STAGE, run_id=run_id, now=NOW,
+            selection=Selection(quarantined_only=True), source_table="bronze/orders",
+            writes={target: killer for target in ("OrderPlaced", QUARANTINE)},
+            **paths(Path(root), contract),
+        )  # fmt: skip
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

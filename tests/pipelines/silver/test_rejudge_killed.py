@@ -1,0 +1,87 @@
+"""A quarantine retry SIGKILLed after each of its table writes, then run again: each bronze row
+ends in exactly one table, with the contents of a retry never killed.
+
+The retry runs in a child process with its own JVM (`rejudge_child.py`), which kills itself
+for real right after its N-th write; the rerun here finds the dead run's intent, waits out
+its lease (a clock past it) and finishes it first.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import signal
+import subprocess
+import sys
+
+import pytest
+
+from pipelines.silver.placement import placement
+from pipelines.silver.rejudge import rejudge
+from pipelines.silver.rejudge_intent import RejudgeInProgressError, Selection, intent_key
+from pipelines.watermarks import WatermarkStore
+from resources.jetstream import KeyValueSpec
+from tests.pipelines.silver.contract_changes import (
+    NOW,
+    STAGE,
+    STREAM,
+    land,
+    orders,
+    paths,
+    placed,
+    run,
+    table,
+)
+from tests.pipelines.silver.rejudge_child import LOOSE
+
+STRICT = {"data.orderId": {"required": True}, "data.currency": {"enum": ["EUR", "USD"]}}
+MESSAGES = [
+    placed(1, currency="EUR"),
+    placed(2, currency="GBP"),  # comes back to silver under LOOSE
+    placed(3, currency="JPY"),  # stays
+    {"eventId": "evt-4", "eventType": "OrderPlaced", "data": {"currency": "GBP"}},  # no id
+]
+# A retry's writes: phase A, OrderPlaced then quarantine; phase B, quarantine.
+WRITES = 3
+
+
+@pytest.mark.parametrize("after", range(1, WRITES + 1))
+def test_a_retry_killed_after_a_write_is_finished_by_the_next_one_exactly(
+    spark, js, nats_server, table_root, unique_name, after
+):
+    store = WatermarkStore(js.create_key_value(KeyValueSpec(unique_name)))
+    land(spark, table_root, MESSAGES, first_seq=1)
+    run(spark, store, table_root, orders(STRICT))
+    every = {**paths(table_root, orders(STRICT))}
+    tables = {**every["table_paths"], "quarantine": every["quarantine_path"]}
+
+    child = subprocess.run(
+        [sys.executable, "-m", "tests.pipelines.silver.rejudge_child", nats_server.url,
+         unique_name, str(table_root), str(after), f"killed-{after}"],
+        capture_output=True, text=True, timeout=600,
+    )  # fmt: skip
+
+    assert child.returncode == -signal.SIGKILL, child.stderr[-3000:]
+    killed = placement(
+        spark, stream=STREAM, bronze_path=every["bronze_path"], table_paths=tables, first=1, last=4
+    )
+    assert killed.missing == 0  # never in no table
+    assert store.bucket.try_get(intent_key(STAGE)) is not None  # the dead run's intent stays
+    loose = orders(LOOSE)
+    with pytest.raises(RejudgeInProgressError):  # its lease holds until it expires
+        run(spark, store, table_root, loose, run_id="stage-while-pending")
+
+    later = dt.datetime.now(dt.UTC) + dt.timedelta(seconds=601)
+    again = rejudge(
+        spark, store, loose, stream=STREAM, stage=STAGE, run_id="rerun", now=NOW,
+        selection=Selection(quarantined_only=True), source_table="bronze/orders",
+        clock=lambda: later, **paths(table_root, loose),
+    )  # fmt: skip
+
+    assert again.resumed and again.moved == {"currency_in_allowed_values": 1}
+    after_rerun = placement(
+        spark, stream=STREAM, bronze_path=every["bronze_path"], table_paths=tables, first=1, last=4
+    )
+    assert after_rerun.exact, after_rerun
+    assert [seq for (seq,) in table(spark, tables["OrderPlaced"], "seq")] == [1, 2]
+    assert [seq for (seq,) in table(spark, tables["quarantine"], "seq")] == [3, 4]
+    assert store.bucket.try_get(intent_key(STAGE)) is None
