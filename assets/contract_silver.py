@@ -17,7 +17,9 @@ that table do not run). Every check's metadata has the rows the stage flagged
 (`failing_rows`), the rows judged (`rows_checked`), `mostly` and, for GX, the expectations
 and their unexpected rows. Each batch's validation results, HTML reports and run
 manifest go to the artifacts Object Store (`pipelines.silver.artifacts`); the tables'
-metadata names them and the command to fetch each.
+metadata names them and the command to fetch each, the `contract_version` the batch's rows
+record and, when the run changed a table's schema to follow the contract, `schema_changes`
+(docs/contract-changes.md).
 
 A run with nothing new reports its tables (nothing written) and the checks with the
 verdicts recorded with the watermark by the batch the tables last took in.

@@ -3,8 +3,11 @@
 One run, usable without Dagster (`assets/contract_silver.py` is a thin wrapper), for any
 stream with a contract (the file trash's FILE_EVENTS among them):
 
-1. load the stage's watermark (the highest bronze sequence processed) from a KV bucket;
-2. take the stream's bronze rows after it, from one pinned version of the bronze table;
+1. load the stage's watermark (the highest bronze sequence processed) from a KV bucket
+   (and stop if a retry or rebuild of the stage is under way, `pipelines.silver.rejudge`);
+2. take the stream's bronze rows after it, from one pinned version of the bronze table, and
+   bring every table to the contract before writing a row (create it, or evolve it as the
+   policy allows; a refused change stops the run: `pipelines.silver.evolution`);
 3. parse and route them by the contract (`parse_events`, `route`), judging `event_id_unique`
    against the prior rows whose key is among the batch's (`colliding_keys`);
 4. count each rule's failing rows and the rows each check judges, for the asset checks,
