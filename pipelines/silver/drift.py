@@ -24,6 +24,7 @@ from pipelines.contract import Contract
 from pipelines.contract.fingerprint import event_type_version
 from pipelines.delta_log import TableLogError, read_table_state
 from pipelines.silver.evolution import (
+    FINGERPRINT_PROPERTY,
     ColumnChange,
     OnSchemaChange,
     compare_table,
@@ -120,9 +121,9 @@ def pending_changes(
                 f"{event.table}: column {column!r} is now required; the run counts the rows "
                 "that lack it first and refuses to go on if there are any"
             )
-        fingerprint = state.properties.get("jsl.contract.fingerprint")
-        if fingerprint and fingerprint != event_type_version(contract, event) and not found:
-            now = event_type_version(contract, event)
+        fingerprint = state.properties.get(FINGERPRINT_PROPERTY)
+        now = event_type_version(contract, event)
+        if fingerprint and fingerprint != now and not found:
             notes.append(
                 f"{event.table}: the contract changed ({fingerprint} -> {now}) but not the "
                 "table's columns; rows keep the version that judged them"

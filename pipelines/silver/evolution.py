@@ -501,12 +501,6 @@ def _inspect(spark: SparkSession, plan: TablePlan) -> _Found:
     return _Found(plan, version, properties, plan_changes(spark, plan, live, properties))
 
 
-def inspect_tables(spark: SparkSession, plans: Sequence[TablePlan]) -> list[ColumnChange]:
-    """Every difference between the contract and the live tables of `plans` (none for a
-    table not created yet), applied or not; writes nothing (`jsl contract diff`)."""
-    return [change for plan in plans for change in _inspect(spark, plan).changes]
-
-
 def prepare_tables(
     spark: SparkSession, plans: Sequence[TablePlan], *, stream: str = ""
 ) -> dict[str, tuple[int, list[ColumnChange]]]:

@@ -65,7 +65,13 @@ from pipelines.silver.rejudge_intent import (
 from pipelines.silver.rejudge_rows import KEY, Table, read_at, rows_to_judge
 from pipelines.silver.rejudge_writes import MERGE_WRITES, TableWrites
 from pipelines.silver.route import route
-from pipelines.silver.stage import QUARANTINE, Policy, quarantine_table, table_plans
+from pipelines.silver.stage import (
+    QUARANTINE,
+    Policy,
+    check_table_paths,
+    quarantine_table,
+    table_plans,
+)
 from pipelines.watermarks import WatermarkStore
 
 
@@ -187,12 +193,7 @@ def _check_arguments(
     selection: Selection,
     lease_ttl: float,
 ) -> None:
-    names = {e.name for e in contract.event_types}
-    if set(table_paths) != names:
-        raise ValueError(
-            f"table_paths must name every event type of the contract and no other: got "
-            f"{sorted(table_paths)!r}, the contract's are {sorted(names)!r}"
-        )
+    check_table_paths(contract, table_paths)
     if now.utcoffset() is None or not run_id or not stage:
         raise ValueError(
             f"now must be timezone-aware, run_id and stage non-empty: {now!r}, {run_id!r}, "

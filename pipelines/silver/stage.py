@@ -203,7 +203,8 @@ def table_plans(
     return plans
 
 
-def _check_paths(contract: Contract, table_paths: Mapping[str, str]) -> None:
+def check_table_paths(contract: Contract, table_paths: Mapping[str, str]) -> None:
+    """Raises ValueError unless `table_paths` names exactly the contract's event types."""
     names = {e.name for e in contract.event_types}
     if set(table_paths) != names:
         raise ValueError(
@@ -264,7 +265,7 @@ def run_contract_silver(
             interrupted (`pipelines.silver.rejudge`); nothing is written.
         WatermarkConflictError: another run moved the watermark meanwhile (run again).
     """
-    _check_paths(contract, table_paths)
+    check_table_paths(contract, table_paths)
     if now.tzinfo is None or not run_id:
         raise ValueError(f"now must be timezone-aware and run_id non-empty: {now!r}, {run_id!r}")
     watermark = watermarks.load(stage)
