@@ -19,6 +19,7 @@ from pipelines.contract import contract_from_dict
 from pipelines.ingest.bronze import BRONZE_SCHEMA
 from pipelines.silver.rejudge import rejudge
 from pipelines.silver.rejudge_intent import Selection
+from pipelines.silver.rejudge_writes import MERGE_WRITES
 from pipelines.silver.stage import QUARANTINE, run_contract_silver
 
 STREAM = "ORDERS"
@@ -106,6 +107,27 @@ def rebuild(spark, store, table_root, contract, run_id="rebuild", **selection):
         source_table="bronze/orders", selection=Selection(quarantined_only=False, **selection),
         **paths(table_root, contract),
     )  # fmt: skip
+
+
+class FaultAfter:
+    """Table writes of a rejudge as the MERGE makes them, calling `fault(n)` right after the
+    `after`-th (None: never; `done` counts them either way): a crash at a chosen point."""
+
+    def __init__(self, after: int | None = None, fault=None) -> None:
+        self.after, self.fault, self.done = after, fault, 0
+
+    def _count(self) -> None:
+        self.done += 1
+        if self.done == self.after:
+            self.fault(self.done)
+
+    def upsert(self, spark, rows, path, seqs):
+        MERGE_WRITES.upsert(spark, rows, path, seqs)
+        self._count()
+
+    def delete(self, spark, keys, path, seqs):
+        MERGE_WRITES.delete(spark, keys, path, seqs)
+        self._count()
 
 
 def table(spark, path, *columns) -> list[tuple]:

@@ -17,41 +17,31 @@ from pathlib import Path
 
 from pipelines.silver.rejudge import rejudge
 from pipelines.silver.rejudge_intent import Selection
-from pipelines.silver.rejudge_writes import MERGE_WRITES
 from pipelines.silver.stage import QUARANTINE
 from pipelines.watermarks import WatermarkStore
 from resources.jetstream import JetStreamResource, KeyValueSpec
 from resources.spark import SparkResource
-from tests.pipelines.silver.contract_changes import NOW, STAGE, STREAM, orders, paths
+from tests.pipelines.silver.contract_changes import (
+    NOW,
+    STAGE,
+    STREAM,
+    FaultAfter,
+    orders,
+    paths,
+)
 
 # The contract after the fix: GBP admitted (the test's first contract refuses it).
 LOOSE = {"data.orderId": {"required": True}, "data.currency": {"enum": ["EUR", "USD", "GBP"]}}
 
 
-class KillAfter:
-    """Writes as the MERGE does and SIGKILLs the process right after the `after`-th write."""
-
-    def __init__(self, after: int) -> None:
-        self.after, self.done = after, 0
-
-    def _count(self) -> None:
-        self.done += 1
-        if self.done == self.after:
-            os.kill(os.getpid(), signal.SIGKILL)
-
-    def upsert(self, spark, rows, path, seqs):
-        MERGE_WRITES.upsert(spark, rows, path, seqs)
-        self._count()
-
-    def delete(self, spark, keys, path, seqs):
-        MERGE_WRITES.delete(spark, keys, path, seqs)
-        self._count()
+def _kill(done: int) -> None:
+    os.kill(os.getpid(), signal.SIGKILL)
 
 
 def main(argv: list[str]) -> int:
     url, bucket, root, after, run_id = argv
     contract = orders(LOOSE)
-    killer = KillAfter(int(after))
+    killer = FaultAfter(int(after), _kill)
     spark = SparkResource(ui_enabled=False, shuffle_partitions=2, driver_memory="1g")
     session = spark.get_session()
     with JetStreamResource(servers=url, connect_timeout=5, request_timeout=5).client() as js:

@@ -26,6 +26,7 @@ from pipelines.silver.rejudge_writes import MERGE_WRITES
 from pipelines.silver.stage import QUARANTINE, run_contract_silver
 from pipelines.watermarks import WatermarkStore
 from resources.jetstream import KeyValueSpec
+from tests.pipelines.silver.contract_changes import FaultAfter
 
 STREAM = "ORDERS"
 STAGE = "silver.orders"
@@ -274,25 +275,13 @@ class Crash(Exception):
     pass
 
 
-class CrashingWrites:
-    """Writes as the MERGE does, then dies right after the `after`-th write."""
+def _crash(done: int) -> None:
+    raise Crash(f"killed after write {done}")
 
-    def __init__(self, after: int | None = None) -> None:
-        self.after = after
-        self.done = 0
 
-    def _count(self) -> None:
-        self.done += 1
-        if self.done == self.after:
-            raise Crash(f"killed after write {self.done}")
-
-    def upsert(self, spark, rows, path, seqs):
-        MERGE_WRITES.upsert(spark, rows, path, seqs)
-        self._count()
-
-    def delete(self, spark, keys, path, seqs):
-        MERGE_WRITES.delete(spark, keys, path, seqs)
-        self._count()
+def crashing_writes(after: int | None = None) -> FaultAfter:
+    """Writes as the MERGE does, then dies (an exception) right after the `after`-th write."""
+    return FaultAfter(after, _crash)
 
 
 def copied(template, root, name) -> dict:
@@ -313,7 +302,7 @@ def test_a_rejudge_killed_after_any_write_is_finished_by_the_next_run_as_if_neve
     run_stage(spark, store, paths)
     selection = Selection(False, event_types=("OrderPlaced",))
     baseline = copied(table_root, tmp_path, "baseline")
-    counting = CrashingWrites()  # never crashes
+    counting = crashing_writes()  # never crashes
     targets = ("OrderPlaced", "OrderShipped", QUARANTINE)
     expected = run_rejudge(
         spark, store, baseline, LOOSE_NOTE_REQUIRED, selection,
@@ -324,7 +313,7 @@ def test_a_rejudge_killed_after_any_write_is_finished_by_the_next_run_as_if_neve
 
     for after in range(1, writes + 1):
         killed = copied(table_root, tmp_path, f"killed-{after}")
-        crashing = CrashingWrites(after)
+        crashing = crashing_writes(after)
         # Odd: the process dies (its lease stays until it expires); even: the run fails
         # with an exception and gives its lease up.
         dies = after % 2 == 1
