@@ -1,4 +1,4 @@
-"""Gold assets declared as aggregates of a silver table (`pipelines.aggregates`)."""
+"""Gold assets declared as aggregates of a silver table (`pipelines.lakehouse.aggregates`)."""
 
 from dagster import (
     AssetExecutionContext,
@@ -10,8 +10,8 @@ from dagster import (
     asset,
 )
 
-from pipelines.aggregates import Aggregate, run_aggregate
-from pipelines.refresh import refresh_summary
+from pipelines.lakehouse.aggregates import Aggregate, run_aggregate
+from pipelines.lakehouse.refresh import refresh_summary
 from resources.lakehouse import TABLE_METADATA_KEY, LakehouseResource
 from resources.spark import SparkResource
 

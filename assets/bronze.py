@@ -14,12 +14,12 @@ from dagster import (
 )
 from pydantic import Field
 
-from pipelines.delta_tables import table_exists
 from pipelines.ingest.bronze import BRONZE_SCHEMA
 from pipelines.ingest.engine import IngestResult
 from pipelines.ingest.options import IngestRunOptions
 from pipelines.ingest.run import ingest
 from pipelines.ingest.spec import IngestSpec
+from pipelines.lakehouse.delta_tables import table_exists
 from resources.jetstream import JetStreamResource, StreamSpec
 from resources.lakehouse import TABLE_METADATA_KEY, LakehouseResource
 from resources.spark import SparkResource

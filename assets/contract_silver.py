@@ -42,19 +42,17 @@ from dagster import (
     multi_asset,
 )
 
-from pipelines.artifacts import ARTIFACTS_BUCKET, artifact_metadata
+from assets.artifact_metadata import artifact_metadata
+from assets.table_schema import declared_schema, table_schema
 from pipelines.contract import Contract
-from pipelines.delta_tables import table_version
 from pipelines.ingest.spec import IngestSpec
+from pipelines.lakehouse.artifacts import ARTIFACTS_BUCKET
+from pipelines.lakehouse.delta_tables import table_version
+from pipelines.lakehouse.watermarks import WatermarkConflictError, WatermarkStore
 from pipelines.silver.artifacts import store_silver_artifacts
 from pipelines.silver.evolution import OnSchemaChange
 from pipelines.silver.expectations import recorded_outcomes
-from pipelines.silver.schema import (
-    QUARANTINE_SCHEMA,
-    declared_schema,
-    silver_schema,
-    table_schema,
-)
+from pipelines.silver.schema import QUARANTINE_SCHEMA, silver_schema
 from pipelines.silver.stage import (
     QUARANTINE,
     ContractSilverResult,
@@ -67,7 +65,6 @@ from pipelines.silver.stage import (
     stage_name,
     within_mostly,
 )
-from pipelines.watermarks import WatermarkConflictError, WatermarkStore
 from resources.jetstream import JetStreamResource
 from resources.jetstream.errors import JetStreamError
 from resources.lakehouse import TABLE_METADATA_KEY, LakehouseResource

@@ -15,7 +15,7 @@ from pipelines.file_trash import tables
 from pipelines.file_trash.downstream import publish_trashed
 from pipelines.file_trash.events import FILE_TRASHED_SUBJECT
 from pipelines.file_trash.topology import CHECKPOINTS, FILE_EVENTS
-from pipelines.watermarks import WatermarkStore
+from pipelines.lakehouse.watermarks import WatermarkStore
 from resources.jetstream import JetStreamResource
 from resources.lakehouse import LakehouseResource
 from resources.spark import SparkResource

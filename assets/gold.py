@@ -16,7 +16,7 @@ from pydantic import Field
 from assets.automation import AFTER_UPSTREAM_CHECKS
 from pipelines.file_trash import tables
 from pipelines.file_trash.gold_stage import GoldPaths, run_gold
-from pipelines.refresh import refresh_summary
+from pipelines.lakehouse.refresh import refresh_summary
 from resources.lakehouse import TABLE_METADATA_KEY, LakehouseResource
 from resources.spark import SparkResource
 

@@ -63,10 +63,10 @@ from urllib.parse import unquote
 
 import pyarrow.parquet as pq
 
-from pipelines.demo import dagster_env, provision, spark_server
+from pipelines.cli.demo import dagster_env, provision, spark_server
+from pipelines.cli.supervise import stop_group
 from pipelines.file_trash.generator import GOOD, generate_event_mix, publish_events
 from pipelines.settings import Settings
-from pipelines.supervise import stop_group
 from resources.jetstream import EmbeddedNatsServer, JetStreamResource
 
 REPO = Path(__file__).resolve().parent.parent

@@ -4,9 +4,10 @@ Builds `bench/pipeline.py`'s history of H rows (silver with the change data feed
 computed from it), then `--runs` times: appends `--batch` copies of history rows to
 `silver/file_deleted` with new seqs and a `deleted_at` on the day before `NOW` (one day
 changed), runs `gold_stage.run_gold` and prints its wall time, its SQL executions and MiB
-read (Spark's SQL metrics) and the seconds spent in each step of `pipelines.refresh` (calls
-after the slash). The first runs pay for the JIT: compare runs of the same index across
-commits, run one right after the other on a quiet machine.
+read (Spark's SQL metrics) and the seconds spent in each step of
+`pipelines.lakehouse.refresh` (calls after the slash). The first runs pay for the JIT:
+compare runs of the same index across commits, run one right after the other on a quiet
+machine.
 
     .venv/bin/python bench/gold_steps.py --history 1000000 --runs 4
 """
@@ -25,11 +26,11 @@ import pipeline as bench
 from pyspark.sql import functions as F
 from sampling import time_calls
 
-import pipelines.refresh as refresh
+import pipelines.lakehouse.refresh as refresh
 from pipelines.file_trash import gold_stage
 from resources.spark import SparkResource
 
-# The steps timed, as pipelines.refresh names them; older commits had other steps (their
+# The steps timed, as pipelines.lakehouse.refresh names them; older commits had other steps (their
 # `table_version`, `_table_id` and `_plan`), timed when present to compare across commits.
 STEPS = (
     "read_source",

@@ -57,7 +57,6 @@ from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
 from sampling import PhaseMonitor, python_speed_ms
 
-from pipelines.delta_tables import CHANGE_DATA_FEED
 from pipelines.file_trash import gold_stage
 from pipelines.file_trash.events import FILE_DELETED_EVENT, FILE_TRASHED_EVENT
 from pipelines.file_trash.generator import generate_event_mix
@@ -69,9 +68,10 @@ from pipelines.ingest.bronze import (
     PARTITION_COLUMNS,
     commit_idempotently,
 )
+from pipelines.lakehouse.delta_tables import CHANGE_DATA_FEED
+from pipelines.lakehouse.watermarks import Watermark, WatermarkStore
 from pipelines.silver.schema import QUARANTINE_SCHEMA, silver_schema
 from pipelines.silver.stage import run_contract_silver, stage_name
-from pipelines.watermarks import Watermark, WatermarkStore
 from resources.jetstream import EmbeddedNatsServer, JetStreamResource, KeyValueSpec
 from resources.quality import DataQualityResource
 from resources.spark import SparkResource

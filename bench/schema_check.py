@@ -17,7 +17,7 @@ import time
 from pathlib import Path
 
 from pipelines.contract import read_contract
-from pipelines.delta_tables import CHANGE_DATA_FEED, ensure_table
+from pipelines.lakehouse.delta_tables import CHANGE_DATA_FEED, ensure_table
 from pipelines.settings import PROJECT_DIR
 from pipelines.silver.evolution import prepare_tables
 from pipelines.silver.stage import table_plans

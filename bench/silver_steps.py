@@ -47,7 +47,7 @@ from pyspark.sql import SparkSession
 from sampling import time_calls
 
 import pipelines.silver.stage as stage
-from pipelines.watermarks import Watermark, WatermarkStore
+from pipelines.lakehouse.watermarks import Watermark, WatermarkStore
 from resources.jetstream import EmbeddedNatsServer, JetStreamResource, KeyValueSpec
 from resources.quality import DataQualityResource
 from resources.spark import SparkResource, SparkSettings

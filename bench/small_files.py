@@ -12,7 +12,7 @@ the ingest's reader tasks split them) through the ingest's own commit
   commit, so Delta compacts a partition's small files after a commit once there are enough
   of them (`spark.databricks.delta.autoCompact.minNumFiles`, 50 by default);
 - `plain, then OPTIMIZE`: the plain table after the maintenance job's compaction
-  (`pipelines.delta_tables.optimize`), run once at the end.
+  (`pipelines.lakehouse.delta_tables.optimize`), run once at the end.
 
 For each it prints the files in the current version, the data files on disk (all of them
 stay until VACUUM deletes those no version within its retention needs), the commits in the
@@ -38,8 +38,8 @@ from pathlib import Path
 from pipeline import REPO, build_history, git_commit
 from pyspark.sql import functions as F
 
-from pipelines.delta_tables import delta_path, optimize
 from pipelines.ingest.bronze import commit_idempotently
+from pipelines.lakehouse.delta_tables import delta_path, optimize
 from resources.spark import SparkResource
 
 AUTO_COMPACT = "delta.autoOptimize.autoCompact"

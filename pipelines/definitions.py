@@ -21,7 +21,6 @@ from dagster import (
 from assets.bronze import bronze_asset_key
 from assets.downstream import file_trashed_events
 from assets.gold import SILVER_FILE_DELETED_KEY, gold_file_trash
-from pipelines.default_resources import default_resources
 from pipelines.file_trash.topology import (
     AUDIT_LOG,
     BRONZE_FILE_EVENTS,
@@ -29,10 +28,15 @@ from pipelines.file_trash.topology import (
     FILE_EVENTS,
     TRASH_NOTIFICATIONS,
 )
-from pipelines.generate_job import generate_file_events_job
-from pipelines.maintenance import build_maintenance_job
-from pipelines.schedules import daily_gold_job, daily_gold_schedule, delta_maintenance_schedule
 from pipelines.settings import Settings
+from pipelines.wiring.default_resources import default_resources
+from pipelines.wiring.generate_job import generate_file_events_job
+from pipelines.wiring.maintenance import build_maintenance_job
+from pipelines.wiring.schedules import (
+    daily_gold_job,
+    daily_gold_schedule,
+    delta_maintenance_schedule,
+)
 from resources.lakehouse import declared_tables
 
 settings = Settings.from_env()

@@ -26,7 +26,7 @@ FENCE = re.compile(r"```(?:bash|sh|shell)\n(.*?)```", re.S)
 
 # Run by this module, exactly as written (against a provisioned embedded nats-server).
 RUN_HERE = {
-    ".venv/bin/python -m pipelines.asyncapi --check",
+    ".venv/bin/python -m pipelines.cli.asyncapi --check",
     "jsl provision --dry-run",
     "SPARK_HOME=$(.venv/bin/python -c "
     "'import pyspark, os; print(os.path.dirname(pyspark.__file__))')",
@@ -37,7 +37,7 @@ RUN_HERE = {
 }
 # Run by another test: the command -> the test module that runs it (or what it runs).
 RUN_ELSEWHERE = {
-    "make demo": "tests/pipelines/test_demo.py",  # runs `python -m pipelines.cli demo`
+    "make demo": "tests/pipelines/cli/test_demo.py",  # runs `python -m pipelines.cli demo`
     # in a fresh dg project that registers the component (docs/components.md)
     "dg list components": "tests/pipelines/components/test_stream_component.py",
     "dg scaffold defs pipelines.components.JetStreamStream orders --stream ORDERS": (
@@ -47,10 +47,10 @@ RUN_ELSEWHERE = {
     # docs/contract-changes.md: against a table the contract no longer fits
     "jsl contract diff": "tests/pipelines/components/test_stream_component.py",
     "jsl quarantine retry --stream ORDERS --rule currency_in_allowed_values": (
-        "tests/pipelines/commands/test_rejudge_command.py"
+        "tests/pipelines/cli/commands/test_rejudge_command.py"
     ),
     "jsl silver rebuild --stream ORDERS --first-seq 1 --last-seq 5000": (
-        "tests/pipelines/commands/test_rejudge_command.py"
+        "tests/pipelines/cli/commands/test_rejudge_command.py"
     ),
     "dg list defs": "tests/pipelines/components/test_stream_component.py",
     # docs/your-stream.md: a temporary dg project declaring ORDERS, provisioned and launched
@@ -60,11 +60,11 @@ RUN_ELSEWHERE = {
     "make dev": "tests/ui/test_cli.py",
     "DAGSTER_WEBSERVER_PORT=3001 make dev": "tests/ui/test_cli.py",
     "jsl generate --count 10000 --rate 500 --bad-share 0.05 --nats-url nats://127.0.0.1:4222": (
-        "tests/pipelines/commands/test_generate_command.py"
+        "tests/pipelines/cli/commands/test_generate_command.py"
     ),
     "jsl generate --count 10000 --rate 500 --bad-share 0.05 --seed 7 "
-    "--nats-url nats://127.0.0.1:4222": "tests/pipelines/commands/test_generate_command.py",
-    "jsl provision --yes": "tests/pipelines/commands/test_provision_command.py",
+    "--nats-url nats://127.0.0.1:4222": "tests/pipelines/cli/commands/test_generate_command.py",
+    "jsl provision --yes": "tests/pipelines/cli/commands/test_provision_command.py",
     # docs/deploy.md's Spark servers: tests/cluster/servers.py starts the same, on free ports
     "$SPARK_HOME/bin/spark-class org.apache.spark.deploy.master.Master --host 127.0.0.1 "
     "--port 7077 --webui-port 8080": "tests/cluster/test_spark_standalone.py",
@@ -77,17 +77,17 @@ RUN_ELSEWHERE = {
     "  --conf spark.sql.extensions=io.delta.sql.DeltaSparkSessionExtension \\\n"
     "  --conf spark.sql.catalog.spark_catalog=org.apache.spark.sql.delta.catalog.DeltaCatalog"
     " \\\n  --conf spark.connect.grpc.binding.port=15002": "tests/cluster/test_spark_connect.py",
-    "jsl artifacts list --run RUN_ID": "tests/pipelines/commands/test_artifacts_command.py",
+    "jsl artifacts list --run RUN_ID": "tests/pipelines/cli/commands/test_artifacts_command.py",
     "jsl artifacts get runs/RUN_ID/silver/file_events/manifest.json -o manifest.json": (
-        "tests/pipelines/commands/test_artifacts_command.py"
+        "tests/pipelines/cli/commands/test_artifacts_command.py"
     ),
-    "jsl artifacts list --embedded": "tests/pipelines/commands/test_artifacts_command.py",
-    "jsl status [--json] [--tables]": "tests/pipelines/commands/test_status_command.py",
-    "jsl status --embedded": "tests/pipelines/commands/test_status_command.py",
+    "jsl artifacts list --embedded": "tests/pipelines/cli/commands/test_artifacts_command.py",
+    "jsl status [--json] [--tables]": "tests/pipelines/cli/commands/test_status_command.py",
+    "jsl status --embedded": "tests/pipelines/cli/commands/test_status_command.py",
     "jsl status --tables [--lakehouse-root .data/lakehouse]": (
-        "tests/pipelines/commands/test_status_command.py"
+        "tests/pipelines/cli/commands/test_status_command.py"
     ),
-    ".venv/bin/python -m pipelines.asyncapi": "tests/pipelines/test_asyncapi.py",
+    ".venv/bin/python -m pipelines.cli.asyncapi": "tests/pipelines/cli/test_asyncapi.py",
     # docs/dagster.md's CI section: its environment lines, then the commands test_cli runs
     "export NATS_URL=nats://127.0.0.1:4222": "tests/ui/test_cli.py",
     "export LAKEHOUSE_ROOT=$PWD/.data/lakehouse": "tests/ui/test_cli.py",
@@ -119,7 +119,7 @@ NOT_HERE = {
     ),
     "jsl status --nats-url nats://nats-1:4222 --json": (
         "names a deployment's host (nats-1); the same options against a local server run in "
-        "tests/pipelines/commands/test_status_command.py"
+        "tests/pipelines/cli/commands/test_status_command.py"
     ),
 }
 

@@ -19,7 +19,6 @@ import pytest
 from dagster import AssetKey, DagsterInstance, materialize
 
 from assets.gold import SILVER_FILE_DELETED_KEY
-from pipelines.artifacts import ArtifactStore
 from pipelines.definitions import (
     audit_log,
     bronze_file_events,
@@ -28,7 +27,6 @@ from pipelines.definitions import (
     silver_file_events,
     trash_notifications,
 )
-from pipelines.delta_tables import table_version
 from pipelines.file_trash import tables
 from pipelines.file_trash.downstream import STAGE as PUBLISHER_STAGE
 from pipelines.file_trash.events import FileDeletedEvent, generate_file_deleted_events
@@ -40,7 +38,9 @@ from pipelines.file_trash.topology import (
     FILE_TRASH_TOPOLOGY,
     TRASH_NOTIFICATIONS,
 )
-from pipelines.watermarks import watermark_key
+from pipelines.lakehouse.artifacts import ArtifactStore
+from pipelines.lakehouse.delta_tables import table_version
+from pipelines.lakehouse.watermarks import watermark_key
 from resources.jetstream import EmbeddedNatsServer, JetStreamResource, reconcile
 from resources.jetstream.core.messages import MSG_ID_HEADER
 from resources.lakehouse import LakehouseResource

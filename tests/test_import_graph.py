@@ -175,3 +175,53 @@ def test_dagster_is_imported_only_by_the_top_layer_of_the_jetstream_package():
     )
 
     assert below == []
+
+
+# The project's layers, lowest first (the map in pipelines/__init__.py): a module imports
+# modules of its own layer and lower layers only. A name stands for the module and all below it.
+PROJECT_LAYERS = (
+    ("resources",),
+    ("pipelines.settings",),
+    ("pipelines.lakehouse",),  # generic stages
+    ("pipelines.contract", "pipelines.ingest", "pipelines.silver"),  # the engines
+    ("pipelines.file_trash",),  # the domain
+    ("assets",),
+    ("sensors",),
+    ("pipelines.wiring",),  # Dagster wiring
+    ("pipelines.components",),
+    ("pipelines.definitions", "pipelines.defs"),  # the code location
+    ("pipelines.cli",),  # operator tools
+)
+# What runs without Dagster: the generic stages, the engines and the domain.
+WITHOUT_DAGSTER = PROJECT_LAYERS[2:5]
+
+
+def project_layer_of(module: str) -> int:
+    """The index in PROJECT_LAYERS of a project module (`pipelines` itself: above all)."""
+    if module == "pipelines":
+        return len(PROJECT_LAYERS)
+    for index, names in enumerate(PROJECT_LAYERS):
+        if any(module == name or module.startswith(name + ".") for name in names):
+            return index
+    raise AssertionError(f"{module}: add it to a layer in PROJECT_LAYERS ({__file__})")
+
+
+@pytest.mark.parametrize("module", sorted(module_files()))
+def test_project_modules_import_only_their_layer_and_below(module):
+    """The tree shows the layers: pipelines/lakehouse is below the engines, the engines below
+    the domain, and Dagster's assets, sensors and wiring above all three."""
+    own = project_layer_of(module)
+    above = sorted(target for target in import_graph()[module] if project_layer_of(target) > own)
+
+    assert above == [], f"{module} (layer {own}) imports from a higher layer: {above}"
+
+
+def test_the_stages_the_engines_and_the_domain_run_without_dagster():
+    with_dagster = sorted(
+        name
+        for name, path in module_files().items()
+        if any(name == n or name.startswith(n + ".") for names in WITHOUT_DAGSTER for n in names)
+        if imports_dagster(path)
+    )
+
+    assert with_dagster == []

@@ -6,9 +6,9 @@ from __future__ import annotations
 from dagster import AssetKey, Model
 from pydantic import Field
 
-from pipelines.aggregates import Aggregate, parse_measure
-from pipelines.declaration import ingest_spec, stream_spec
-from pipelines.streams import DEFAULT_SENSOR_INTERVAL, BronzeIngest
+from pipelines.ingest.declaration import ingest_spec, stream_spec
+from pipelines.lakehouse.aggregates import Aggregate, parse_measure
+from pipelines.wiring.streams import DEFAULT_SENSOR_INTERVAL, BronzeIngest
 from resources.jetstream import StreamSpec
 
 

@@ -13,21 +13,20 @@
         envelope: {event_type: eventType, event_id: eventId, event_time: timestamp}
         events: {...}                 # docs/contract.md
 
-It builds what `pipelines.streams.build_stream_defs` builds (the stream's asset, a bronze asset,
-job, sensor and lag check per ingest, the observation sensor, replays) and, from the contract
-(read at load time, so `dg check defs` reports a broken one with its file, line and path),
-the silver multi-asset over the first ingest's bronze table (or `silver_from`'s): a table per
-event type, the quarantine, a check per rule with the Great Expectations suite generated from
-the contract (`assets.contract_silver`), and one gold asset per declared aggregate
-(`aggregates:`, `pipelines.aggregates`). The stream sensor's runs of that ingest materialise
-silver right after bronze, in the same run (unless `silver_in_ingest_run: false`); any other
-bronze materialisation (a replay, a run launched by hand) is followed by silver, and silver by
-the aggregates (once its blocking checks passed), through declarative automation, unless
-`automate: false`. Its tables carry `lakehouse/table` metadata, so Delta
+It builds what `pipelines.wiring.streams.build_stream_defs` builds (the stream's asset, a
+bronze asset, job, sensor and lag check per ingest, the observation sensor, replays) and, from
+the contract (read at load time, so `dg check defs` reports a broken one with its file, line
+and path), the silver multi-asset over the first ingest's bronze table (or `silver_from`'s): a
+table per event type, the quarantine, a check per rule with the Great Expectations suite
+generated from the contract (`assets.contract_silver`), and one gold asset per declared
+aggregate (`aggregates:`, `pipelines.lakehouse.aggregates`). The stream sensor's runs of that
+ingest materialise silver right after bronze, in the same run (unless `silver_in_ingest_run:
+false`); any other bronze materialisation (a replay, a run launched by hand) is followed by
+silver, and silver by the aggregates (once its blocking checks passed), through declarative
+automation, unless `automate: false`. Its tables carry `lakehouse/table` metadata, so Delta
 maintenance takes them. Runs use the in-process executor (one Spark JVM per run) unless
 `in_process: false`. Secrets do not belong here: the connection comes from the environment
-(`NATS_URL`, `NATS_CREDS`, ...).
-"""
+(`NATS_URL`, `NATS_CREDS`, ...)."""
 
 from __future__ import annotations
 
@@ -53,7 +52,6 @@ from assets.aggregates import build_aggregate_asset
 from assets.automation import AFTER_UPSTREAM_CHECKS, AFTER_UPSTREAM_COMMITS
 from assets.bronze import bronze_asset_key
 from assets.contract_silver import build_contract_silver_asset
-from pipelines.artifacts import ARTIFACTS_BUCKET, ARTIFACTS_DESCRIPTION
 from pipelines.components.models import AggregateModel, EnvelopeModel, IngestModel, StreamModel
 from pipelines.components.scaffold import JetStreamStreamScaffolder
 from pipelines.contract import (
@@ -65,15 +63,16 @@ from pipelines.contract import (
     read_contract,
     read_derived,
 )
-from pipelines.default_resources import default_resources
 from pipelines.ingest.spec import IngestSpec
-from pipelines.rejudge_job import build_rejudge_job
+from pipelines.lakehouse.artifacts import ARTIFACTS_BUCKET, ARTIFACTS_DESCRIPTION
 from pipelines.settings import Settings
 from pipelines.silver.drift import LOGGER, REPORTS, DriftReport, pending_changes
 from pipelines.silver.evolution import OnSchemaChange
 from pipelines.silver.schema import RUN_FIELDS, SOURCE_FIELDS
 from pipelines.silver.stage import quarantine_table
-from pipelines.streams import DEFAULT_REPLAY_BUCKET, BronzeIngest, build_stream_defs
+from pipelines.wiring.default_resources import default_resources
+from pipelines.wiring.rejudge_job import build_rejudge_job
+from pipelines.wiring.streams import DEFAULT_REPLAY_BUCKET, BronzeIngest, build_stream_defs
 from resources.jetstream import KeyValueSpec, ObjectStoreSpec, Topology
 from resources.lakehouse import LakehouseResource
 
@@ -412,7 +411,7 @@ class JetStreamStream(Component, Model, Resolvable):
 
     def rejudge_job(self, contract: Contract, ingests: list[BronzeIngest]) -> JobDefinition:
         """`rejudge_<stream lower>`: the job of `jsl quarantine retry` and `jsl silver
-        rebuild` (`pipelines.rejudge_job`)."""
+        rebuild` (`pipelines.wiring.rejudge_job`)."""
         return build_rejudge_job(
             contract,
             self._silver_source(ingests).spec,

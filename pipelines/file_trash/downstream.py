@@ -20,13 +20,13 @@ from dataclasses import dataclass
 from pyspark.sql import SparkSession
 from pyspark.sql import functions as F
 
-from pipelines.delta_tables import table_version
 from pipelines.file_trash.events import (
     FILE_TRASHED_SUBJECT,
     placed_in_trash_event,
     trashed_msg_id,
 )
-from pipelines.watermarks import Watermark, WatermarkStore
+from pipelines.lakehouse.delta_tables import table_version
+from pipelines.lakehouse.watermarks import Watermark, WatermarkStore
 from resources.jetstream import JetStreamClient
 from resources.jetstream.core.messages import MSG_ID_HEADER
 

@@ -5,7 +5,7 @@
 - `gold/expiring_files`: files whose trash retention ends within `expiring_within` of the
   start of the current UTC day.
 
-The transforms are the pure functions of `gold.py`; `pipelines.refresh` applies them. The
+The transforms are the pure functions of `gold.py`; `pipelines.lakehouse.refresh` applies them. The
 two daily tables are refreshed by UTC day: a run recomputes only the days in which silver
 rows changed since the version it last read (from silver's change data feed) and replaces
 those days, so what it reads follows the days the new rows touched, not the table
@@ -27,7 +27,7 @@ from pyspark.sql import DataFrame, SparkSession
 from pipelines.file_trash import gold
 from pipelines.file_trash.events import FILE_DELETED_EVENT
 from pipelines.file_trash.topology import file_trash_contract
-from pipelines.refresh import TimeBuckets, read_source, refresh_table
+from pipelines.lakehouse.refresh import TimeBuckets, read_source, refresh_table
 from pipelines.silver.schema import silver_schema
 
 DEFAULT_EXPIRING_WITHIN = dt.timedelta(days=7)
@@ -83,7 +83,7 @@ def run_gold(
     now: dt.datetime,
     expiring_within: dt.timedelta = DEFAULT_EXPIRING_WITHIN,
 ) -> dict[str, GoldTable]:
-    """Brings each gold table up to date with silver/file_deleted (`pipelines.refresh`).
+    """Brings each gold table up to date with silver/file_deleted (`pipelines.lakehouse.refresh`).
 
     Args:
         spark: the session.

@@ -2,7 +2,7 @@
 
 The stream and its three ingests are declared in `pipelines/defs/file_events/defs.yaml` (a
 `JetStreamStream` component, which builds their assets); this module reads the same specs
-from it (`pipelines.declaration`) and adds the buckets the domain needs. Its event contract,
+from it (`pipelines.ingest.declaration`) and adds the buckets the domain needs. Its event contract,
 which the declared silver is generated from, is `pipelines/file_trash/contract.yaml`. The demo,
 `make dev` and the tests provision the server from `FILE_TRASH_TOPOLOGY` with
 `resources.jetstream.reconcile`.
@@ -20,9 +20,9 @@ import functools
 from dataclasses import replace
 from pathlib import Path
 
-from pipelines.artifacts import ARTIFACTS_BUCKET, ARTIFACTS_DESCRIPTION
 from pipelines.contract import Contract, read_contract
-from pipelines.declaration import read_declaration
+from pipelines.ingest.declaration import read_declaration
+from pipelines.lakehouse.artifacts import ARTIFACTS_BUCKET, ARTIFACTS_DESCRIPTION
 from pipelines.settings import Settings
 from resources.jetstream import KeyValueSpec, ObjectStoreSpec, Topology
 

@@ -34,7 +34,7 @@ from pyspark.sql.types import (
     TimestampType,
 )
 
-from pipelines.delta_tables import table_exists, table_version
+from pipelines.lakehouse.delta_tables import table_exists, table_version
 from resources.jetstream import JsMessage
 
 PARTITION_COLUMNS = ("published_date",)

@@ -22,14 +22,14 @@ from dataclasses import replace
 import pyarrow as pa
 from pyspark.sql import SparkSession
 
-from pipelines.delta_tables import merge_insert_only, table_exists
-from pipelines.delta_tables import table_version as delta_version
 from pipelines.ingest.bronze import BRONZE_SCHEMA, PARTITION_COLUMNS, BronzeColumns
 from pipelines.ingest.checkpoint import Checkpoint, CheckpointStore
 from pipelines.ingest.engine import IngestResult, ensure_consumer, take_lease
 from pipelines.ingest.lease import Clock
 from pipelines.ingest.options import DEFAULT_RUN_OPTIONS, IngestRunOptions
 from pipelines.ingest.spec import IngestSpec
+from pipelines.lakehouse.delta_tables import merge_insert_only, table_exists
+from pipelines.lakehouse.delta_tables import table_version as delta_version
 from resources.jetstream import JetStreamClient, JsMessage, KeyValueBucket
 
 FETCH_EXPIRES = 1.0  # seconds a pull waits when the consumer has nothing

@@ -35,7 +35,6 @@ from py4j.protocol import Py4JJavaError
 from pyspark.errors import PySparkException
 from pyspark.sql import SparkSession
 
-from pipelines.delta_tables import table_version
 from pipelines.ingest.bronze import (
     CommitOutcome,
     commit_idempotently,
@@ -48,6 +47,7 @@ from pipelines.ingest.options import DEFAULT_RUN_OPTIONS, IngestRunOptions
 from pipelines.ingest.plan import StreamPosition, plan_range, removed_by_limits
 from pipelines.ingest.reader import RangeRead, read_range
 from pipelines.ingest.spec import IngestSpec, OnDataLoss
+from pipelines.lakehouse.delta_tables import table_version
 from resources.jetstream import DeliverPolicy, JetStreamClient, KeyValueBucket, StreamState
 from resources.jetstream.errors import ConsumerNotFoundError
 

@@ -110,7 +110,7 @@ class LandedCounters(ReadCounters):
 
     def _count(self) -> tuple[int, int]:
         if self._counts is None:
-            from pipelines.delta_tables import table_exists
+            from pipelines.lakehouse.delta_tables import table_exists
 
             if not table_exists(self.spark, self.table_path):
                 self._counts = (0, 0)

@@ -9,8 +9,8 @@
 - `violations`, `failed_rules`, `failure_error`: the contract's rules as Spark Columns.
 - `event_keys`, `colliding_keys`, `mark_duplicates`: `event_id_unique` across runs.
 - `route`: one silver frame per event type, the quarantine, the candidates for checks.
-- `silver_schema`, `QUARANTINE_SCHEMA`, `table_schema`: Delta schemas with column comments
-  and Dagster's `dagster/column_schema`.
+- `silver_schema`, `QUARANTINE_SCHEMA`: Delta schemas with column comments (Dagster's
+  `dagster/column_schema` of them is `assets/table_schema.py`'s).
 
 See docs/silver.md.
 """
@@ -25,7 +25,7 @@ from pipelines.silver.rule_columns import (
     spark_pattern,
     violations,
 )
-from pipelines.silver.schema import QUARANTINE_SCHEMA, silver_schema, spark_type, table_schema
+from pipelines.silver.schema import QUARANTINE_SCHEMA, silver_schema, spark_type
 
 __all__ = [
     "QUARANTINED",
@@ -44,6 +44,5 @@ __all__ = [
     "spark_pattern",
     "spark_type",
     "subject_regex",
-    "table_schema",
     "violations",
 ]

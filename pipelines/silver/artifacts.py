@@ -13,7 +13,7 @@ import datetime as dt
 from collections.abc import Mapping
 from typing import TYPE_CHECKING
 
-from pipelines.artifacts import (
+from pipelines.lakehouse.artifacts import (
     HTML_TYPE,
     JSON_TYPE,
     ArtifactStore,

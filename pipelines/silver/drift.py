@@ -2,7 +2,7 @@
 `jsl contract diff`, without Spark.
 
 Each event type's silver table and the quarantine are read from their Delta log
-(`pipelines.delta_log`: the schema and the `jsl.contract.*` properties the last run
+(`pipelines.lakehouse.delta_log`: the schema and the `jsl.contract.*` properties the last run
 recorded) and compared with what the contract wants (`pipelines.silver.evolution`). A table
 that does not exist yet differs in nothing (the first run creates it); a table not on a
 local filesystem (s3a://, abfss://, ...) is compared when the run starts, by Spark. Fields
@@ -22,7 +22,7 @@ from dataclasses import dataclass
 
 from pipelines.contract import Contract
 from pipelines.contract.fingerprint import event_type_version
-from pipelines.delta_log import TableLogError, read_table_state
+from pipelines.lakehouse.delta_log import TableLogError, read_table_state
 from pipelines.silver.evolution import (
     FINGERPRINT_PROPERTY,
     ColumnChange,

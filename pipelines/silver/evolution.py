@@ -56,7 +56,7 @@ from pyspark.sql.types import (
 )
 
 from pipelines.contract import EventType
-from pipelines.delta_tables import CHANGE_DATA_FEED, delta_path, table_version
+from pipelines.lakehouse.delta_tables import CHANGE_DATA_FEED, delta_path, table_version
 
 FINGERPRINT_PROPERTY = "jsl.contract.fingerprint"
 COLUMNS_PROPERTY = "jsl.contract.columns"  # JSON {json path: column} of the event's fields

@@ -4,7 +4,7 @@ quarantine.
 `placement` counts, over a range of a stream's bronze sequences, the bronze rows that no
 table holds (`missing`), the ones two or more tables hold (`doubled`) and the table rows that
 come from no bronze row (`orphans`), in one Spark job. A retry or a rebuild reports it for
-the range it judged (`pipelines.rejudge_job`); the tests check it after every step.
+the range it judged (`pipelines.wiring.rejudge_job`); the tests check it after every step.
 """
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
-from pipelines.delta_tables import table_exists
+from pipelines.lakehouse.delta_tables import table_exists
 
 
 @dataclass(frozen=True)

@@ -41,7 +41,8 @@ from pyspark.sql import functions as F
 
 from pipelines.contract import Contract
 from pipelines.contract.fingerprint import contract_version
-from pipelines.delta_tables import table_version
+from pipelines.lakehouse.delta_tables import table_version
+from pipelines.lakehouse.watermarks import WatermarkStore
 from pipelines.silver.duplicates import colliding_keys, event_keys
 from pipelines.silver.evolution import (
     ChangeKind,
@@ -72,7 +73,6 @@ from pipelines.silver.stage import (
     quarantine_table,
     table_plans,
 )
-from pipelines.watermarks import WatermarkStore
 
 
 @dataclass(frozen=True)

@@ -20,8 +20,8 @@ from pyspark.sql import functions as F
 from pyspark.sql.types import ArrayType, StringType, StructType
 
 from pipelines.contract import Contract
-from pipelines.delta_tables import table_version
 from pipelines.ingest.bronze import BRONZE_SCHEMA
+from pipelines.lakehouse.delta_tables import table_version
 from pipelines.silver.layout import EVENT_TYPE
 from pipelines.silver.parse import parse_events
 from pipelines.silver.rejudge_intent import Intent, Selection

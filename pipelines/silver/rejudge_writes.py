@@ -15,7 +15,7 @@ from typing import Protocol
 from pyspark.sql import DataFrame, Row, SparkSession
 from pyspark.sql.types import ArrayType, DataType, MapType, StructType
 
-from pipelines.delta_tables import delta_path
+from pipelines.lakehouse.delta_tables import delta_path
 
 # Columns that say which run wrote a row: a row that differs only in them is not rewritten.
 STAMP_COLUMNS = frozenset({"run_id", "processed_at", "quarantined_at"})

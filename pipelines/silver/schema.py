@@ -1,4 +1,4 @@
-"""The Delta schemas of a contract's silver tables and quarantine, and their Dagster column schema.
+"""The Delta schemas of a contract's silver tables and quarantine.
 
 A silver table has, in order: the event type's fields (the envelope's first), the
 `unknown_fields` map if it keeps them, its derived columns, then where the row came from
@@ -6,12 +6,10 @@ A silver table has, in order: the event type's fields (the envelope's first), th
 and the contract that judged it (`contract_version`, `pipelines.contract.fingerprint`).
 Field and derived descriptions become column comments (`StructField.metadata["comment"]`,
 which Delta writes as the column's comment) and descriptions in Dagster's
-`dagster/column_schema`.
+`dagster/column_schema` (`assets/table_schema.py`).
 """
 
 from __future__ import annotations
-
-import dataclasses
 
 from pyspark.sql import SparkSession
 from pyspark.sql import functions as F
@@ -154,35 +152,3 @@ def silver_schema(event: EventType, spark: SparkSession | None = None) -> Struct
             data_type = types[d.name] if d.name in types else spark_type(d.type)
             columns.append(StructField(d.name, data_type, True, _comment(d.description)))
     return StructType([*columns, *SOURCE_FIELDS, *RUN_FIELDS])
-
-
-def table_schema(schema: StructType):
-    """A `dagster.TableSchema` of a Spark schema, with its column comments as descriptions.
-
-    Use it as the `dagster/column_schema` metadata of the table's asset.
-    """
-    from dagster import TableColumn, TableSchema
-
-    return TableSchema(
-        columns=[
-            TableColumn(f.name, f.dataType.simpleString(), description=f.metadata.get("comment"))
-            for f in schema.fields
-        ]
-    )
-
-
-def declared_schema(event: EventType):
-    """The table's `dagster.TableSchema` without a Spark session: a derived column declared
-    without a type shows as `derived` (materialisations report the resolved type)."""
-    from dagster import TableColumn, TableSchema
-
-    if all(d.type is not None for d in event.derived):
-        return table_schema(silver_schema(event))
-    typed = table_schema(silver_schema(dataclasses.replace(event, derived=())))
-    columns = list(typed.columns)
-    at = len(columns) - len(SOURCE_FIELDS) - len(RUN_FIELDS)  # before stream, seq, ..., run
-    derived = [
-        TableColumn(d.name, d.type.spark_sql if d.type else "derived", description=d.description)
-        for d in event.derived
-    ]
-    return TableSchema(columns=[*columns[:at], *derived, *columns[at:]])

@@ -37,8 +37,9 @@ from pyspark.sql import functions as F
 from pipelines.contract import Contract, Rule
 from pipelines.contract.fingerprint import contract_version, event_type_version
 from pipelines.contract.rules import KNOWN_EVENT_TYPE, PARSEABLE_JSON
-from pipelines.delta_tables import MergeOutcome, merge_new_rows, table_version
 from pipelines.ingest.bronze import BRONZE_SCHEMA
+from pipelines.lakehouse.delta_tables import MergeOutcome, merge_new_rows, table_version
+from pipelines.lakehouse.watermarks import Watermark, WatermarkStore
 from pipelines.silver.duplicates import colliding_keys, event_keys
 from pipelines.silver.evolution import ColumnChange, OnSchemaChange, TablePlan, prepare_tables
 from pipelines.silver.expectations import contract_suite, expectation_frame, rule_outcomes
@@ -47,7 +48,6 @@ from pipelines.silver.rejudge_intent import refuse_while_pending
 from pipelines.silver.route import judged_rows, route
 from pipelines.silver.rule_columns import silver_rules
 from pipelines.silver.schema import QUARANTINE_SCHEMA, silver_schema
-from pipelines.watermarks import Watermark, WatermarkStore
 from resources.quality import QualitySuite, ValidationReport
 
 # Runs a suite on a frame: `DataQualityResource.validate_dataframe` with the run's settings.

@@ -4,7 +4,7 @@ Assets declare a `quality: DataQualityResource` parameter and call
 `quality.validate_dataframe(df, suite, evaluated_at=..., meta=...)`; the resource supplies its
 configured settings (sample size, GX result format, whether to cache the frame) to the runner
 in `resources.quality.gx_runner`. It is wired under the key `quality` in
-`pipelines/default_resources.py`.
+`pipelines/wiring/default_resources.py`.
 """
 
 from __future__ import annotations

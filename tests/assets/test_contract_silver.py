@@ -17,11 +17,11 @@ from dagster import AssetKey, ComponentTree, Definitions, asset, materialize
 
 import assets.contract_silver as contract_silver
 from assets.bronze import bronze_run_config
-from pipelines.artifacts import ArtifactStore
 from pipelines.components.models import IngestModel, StreamModel
 from pipelines.components.stream import ComponentDeclarationError, JetStreamStream
+from pipelines.lakehouse.artifacts import ArtifactStore
+from pipelines.lakehouse.watermarks import WatermarkConflictError
 from pipelines.settings import PROJECT_DIR
-from pipelines.watermarks import WatermarkConflictError
 from resources.jetstream import EmbeddedNatsServer, JetStreamResource, reconcile
 from resources.lakehouse import LakehouseResource
 from resources.quality import DataQualityResource

@@ -14,9 +14,9 @@ from assets.automation import AFTER_UPSTREAM_CHECKS, AFTER_UPSTREAM_COMMITS
 from assets.contract_silver import _check_results
 from pipelines.components.stream import JetStreamStream
 from pipelines.contract import read_contract
-from pipelines.delta_tables import MergeOutcome
+from pipelines.lakehouse.delta_tables import MergeOutcome
+from pipelines.lakehouse.watermarks import Watermark
 from pipelines.silver.stage import QUARANTINE, ContractSilverResult, rule_checks, within_mostly
-from pipelines.watermarks import Watermark
 from tests.assets.test_contract_silver import CONTRACT_FILE, PLACED_KEY, QUARANTINE_KEY
 
 CONTRACT = read_contract(CONTRACT_FILE)

@@ -27,10 +27,10 @@ from pipelines.definitions import (
     defs,
     file_trashed_events,
 )
-from pipelines.delta_tables import table_version
 from pipelines.file_trash import tables
 from pipelines.file_trash.events import generate_file_deleted_events
 from pipelines.file_trash.topology import FILE_TRASH_TOPOLOGY
+from pipelines.lakehouse.delta_tables import table_version
 from resources.jetstream import EmbeddedNatsServer, JetStreamResource, reconcile
 from resources.jetstream.core.messages import MSG_ID_HEADER
 from resources.lakehouse import LakehouseResource

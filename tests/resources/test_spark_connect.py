@@ -12,7 +12,7 @@ import contextlib
 import pytest
 
 import resources.spark_connect as spark_connect
-from pipelines import demo
+from pipelines.cli import demo
 from pipelines.settings import Settings
 from resources.spark import DELTA_EXTENSION, SparkSettings
 from resources.spark_connect import ConnectServer, SparkConnectServerError, server_command

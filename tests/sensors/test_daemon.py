@@ -15,7 +15,7 @@ from pathlib import Path
 
 from dagster import DagsterInstance, DagsterRunStatus, RunsFilter
 
-from pipelines.supervise import stop_group
+from pipelines.cli.supervise import stop_group
 from tests.pipelines.ingest.harness import publish_events
 
 PROJECT = Path(__file__).resolve().parents[2]

@@ -6,7 +6,7 @@ import json
 import pytest
 from dagster import DagsterRunStatus, SkipReason
 
-from pipelines.jobs import build_replay_job
+from pipelines.wiring.jobs import build_replay_job
 from resources.jetstream import KeyValueSpec
 from resources.lakehouse import LakehouseResource
 from resources.spark import SparkResource

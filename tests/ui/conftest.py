@@ -29,7 +29,7 @@ from typing import Any
 
 import pytest
 
-from pipelines.demo_sample import publish_sample
+from pipelines.cli.demo_sample import publish_sample
 from pipelines.file_trash.topology import BRONZE_FILE_EVENTS, FILE_TRASH_TOPOLOGY
 from resources.jetstream import EmbeddedNatsServer, JetStreamResource, reconcile
 from tests.ui import Webserver

@@ -29,8 +29,8 @@ from pathlib import Path
 import pytest
 import yaml
 
-from pipelines.delta_tables import table_version
-from pipelines.provisioning import project_topology
+from pipelines.cli.provisioning import project_topology
+from pipelines.lakehouse.delta_tables import table_version
 from resources.jetstream import EmbeddedNatsServer, JetStreamResource, plan
 from resources.jetstream.topology.plan import Action
 from tests.pipelines.components.test_stream_component import (

@@ -6,7 +6,7 @@ import datetime as dt
 
 import pytest
 
-from pipelines.asyncapi import DOCUMENT
+from pipelines.cli.asyncapi import DOCUMENT
 from pipelines.contract import (
     Envelope,
     NotInFuture,

@@ -6,9 +6,9 @@ import datetime as dt
 
 from pyspark.sql import functions as F
 
-from pipelines.delta_tables import merge_new_rows
 from pipelines.file_trash import gold
 from pipelines.file_trash.gold_stage import GoldPaths, run_gold
+from pipelines.lakehouse.delta_tables import merge_new_rows
 from pipelines.silver import silver_schema
 from tests.pipelines.file_trash.test_gold import CONTRACT, at, silver_rows
 

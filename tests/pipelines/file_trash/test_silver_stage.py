@@ -16,10 +16,10 @@ from dataclasses import replace
 
 import pytest
 
+from pipelines.lakehouse.watermarks import Watermark, WatermarkStore
 from pipelines.silver import colliding_keys
 from pipelines.silver.expectations import recorded_outcomes
 from pipelines.silver.stage import QUARANTINE, recorded_failures, run_contract_silver
-from pipelines.watermarks import Watermark, WatermarkStore
 from resources.jetstream import KeyValueSpec
 from tests.pipelines.file_trash.test_silver import (
     CONTRACT,

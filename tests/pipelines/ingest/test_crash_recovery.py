@@ -19,10 +19,10 @@ from delta.tables import DeltaTable
 from pyspark.sql import functions as F
 
 import pipelines.ingest.engine as engine
-from pipelines.delta_tables import table_version
 from pipelines.ingest.bronze import commit_idempotently
 from pipelines.ingest.engine import STEPS
 from pipelines.ingest.errors import RangeWriteError
+from pipelines.lakehouse.delta_tables import table_version
 from tests.pipelines.ingest.harness import (
     InjectedCrash,
     assert_landed_exactly_once,

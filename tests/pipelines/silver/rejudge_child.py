@@ -15,10 +15,10 @@ import signal
 import sys
 from pathlib import Path
 
+from pipelines.lakehouse.watermarks import WatermarkStore
 from pipelines.silver.rejudge import rejudge
 from pipelines.silver.rejudge_intent import Selection
 from pipelines.silver.stage import QUARANTINE
-from pipelines.watermarks import WatermarkStore
 from resources.jetstream import JetStreamResource, KeyValueSpec
 from resources.spark import SparkResource
 from tests.pipelines.silver.contract_changes import (

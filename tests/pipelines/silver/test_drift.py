@@ -6,9 +6,9 @@ Real Spark and Delta write the tables; the report reads their Delta logs without
 
 import pytest
 
+from pipelines.lakehouse.watermarks import WatermarkStore
 from pipelines.silver.drift import pending_changes
 from pipelines.silver.evolution import ChangeKind, OnSchemaChange
-from pipelines.watermarks import WatermarkStore
 from resources.jetstream import KeyValueSpec
 from tests.pipelines.silver.contract_changes import PLACED_FIELDS, land, orders, placed, run
 

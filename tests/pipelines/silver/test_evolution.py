@@ -20,6 +20,7 @@ from pyspark.sql.types import (
 )
 
 from pipelines.contract.fingerprint import event_type_version
+from pipelines.lakehouse.watermarks import WatermarkStore
 from pipelines.silver.evolution import (
     ChangeKind,
     OnSchemaChange,
@@ -28,7 +29,6 @@ from pipelines.silver.evolution import (
     widens,
 )
 from pipelines.silver.stage import QUARANTINE
-from pipelines.watermarks import WatermarkStore
 from resources.jetstream import KeyValueSpec
 from tests.pipelines.silver.contract_changes import (
     PLACED_FIELDS,

@@ -11,9 +11,9 @@ import functools
 import pytest
 
 from pipelines.contract import Severity
+from pipelines.lakehouse.watermarks import WatermarkStore
 from pipelines.silver.expectations import contract_suite, rule_outcomes
 from pipelines.silver.stage import run_contract_silver
-from pipelines.watermarks import WatermarkStore
 from resources.jetstream import KeyValueSpec
 from resources.quality import DataQualityResource
 from tests.pipelines.silver.test_orders import CONTRACT, NOW, STREAM

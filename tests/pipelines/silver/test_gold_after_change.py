@@ -5,8 +5,8 @@ a full recompute from silver gives (new columns, widened types, rows a rebuild m
 import pytest
 from chispa import assert_df_equality
 
-from pipelines.aggregates import Aggregate, parse_measure, run_aggregate
-from pipelines.watermarks import WatermarkStore
+from pipelines.lakehouse.aggregates import Aggregate, parse_measure, run_aggregate
+from pipelines.lakehouse.watermarks import WatermarkStore
 from resources.jetstream import KeyValueSpec
 from tests.pipelines.silver.contract_changes import (
     PLACED_FIELDS,

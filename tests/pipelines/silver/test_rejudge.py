@@ -15,6 +15,7 @@ from pyspark.sql import functions as F
 
 from pipelines.contract import contract_from_dict
 from pipelines.ingest.bronze import BRONZE_SCHEMA
+from pipelines.lakehouse.watermarks import WatermarkStore
 from pipelines.silver.rejudge import RejudgeResult, rejudge
 from pipelines.silver.rejudge_intent import (
     IntentClaim,
@@ -24,7 +25,6 @@ from pipelines.silver.rejudge_intent import (
 )
 from pipelines.silver.rejudge_writes import MERGE_WRITES
 from pipelines.silver.stage import QUARANTINE, run_contract_silver
-from pipelines.watermarks import WatermarkStore
 from resources.jetstream import KeyValueSpec
 from tests.pipelines.silver.contract_changes import FaultAfter
 

@@ -15,10 +15,10 @@ import sys
 
 import pytest
 
+from pipelines.lakehouse.watermarks import WatermarkStore
 from pipelines.silver.placement import placement
 from pipelines.silver.rejudge import rejudge
 from pipelines.silver.rejudge_intent import RejudgeInProgressError, Selection, intent_key
-from pipelines.watermarks import WatermarkStore
 from resources.jetstream import KeyValueSpec
 from tests.pipelines.silver.contract_changes import (
     NOW,

@@ -1,13 +1,11 @@
-"""Silver Delta schemas from a contract: columns, types, comments, Dagster's column schema."""
+"""Silver Delta schemas from a contract: columns, types, comments."""
 
 import datetime as dt
-
-from dagster import TableColumn, TableSchema
 
 from pipelines.contract import read_contract
 from pipelines.ingest.bronze import BRONZE_SCHEMA
 from pipelines.settings import PROJECT_DIR
-from pipelines.silver import QUARANTINE_SCHEMA, parse_events, route, silver_schema, table_schema
+from pipelines.silver import QUARANTINE_SCHEMA, parse_events, route, silver_schema
 
 ORDERS = read_contract(PROJECT_DIR / "tests/pipelines/contract/fixtures/orders.yaml")
 FILE_TRASH = read_contract(PROJECT_DIR / "pipelines/file_trash/contract.yaml")
@@ -56,17 +54,6 @@ def test_file_trash_tables_have_the_silver_schemas_with_comments():
         "comment": "When the file leaves the trash for good (deleted_at + 30 days)."
     }
     assert deleted["file_size"].metadata == {"comment": "Size in bytes (at most 1 TiB)."}
-
-
-def test_table_schema_gives_dagster_columns_with_descriptions():
-    schema = table_schema(silver_schema(FILE_TRASH.event_type("FilePlacedInTrashEvent")))
-
-    assert isinstance(schema, TableSchema)
-    assert schema.columns[0] == TableColumn(
-        "event_id", "string", description="Unique per event; also the message's Nats-Msg-Id."
-    )
-    assert schema.columns[1] == TableColumn("event_type", "string", description=None)
-    assert [c.name for c in schema.columns][-3:] == ["run_id", "processed_at", "contract_version"]
 
 
 def test_comments_reach_the_delta_table(spark, tmp_path):

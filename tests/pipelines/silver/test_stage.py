@@ -6,9 +6,9 @@ Real Spark and Delta, the watermark in a real KV bucket; bronze rows are those o
 
 import pytest
 
-from pipelines.delta_tables import MergeOutcome
+from pipelines.lakehouse.delta_tables import MergeOutcome
+from pipelines.lakehouse.watermarks import WatermarkStore
 from pipelines.silver.stage import QUARANTINE, run_contract_silver
-from pipelines.watermarks import WatermarkStore
 from resources.jetstream import KeyValueSpec
 from tests.pipelines.silver.test_orders import CONTRACT, NOW, STREAM, bronze_rows
 

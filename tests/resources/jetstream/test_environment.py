@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 from dagster import DagsterInstance, EnvVar, asset, materialize
 
-from pipelines.cli import main as jsl
+from pipelines.cli.main import main as jsl
 from resources.jetstream import JetStreamResource
 from resources.jetstream.connection.settings import redact_url
 from resources.jetstream.environment import (

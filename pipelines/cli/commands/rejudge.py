@@ -1,0 +1,187 @@
+"""`jsl quarantine retry` and `jsl silver rebuild`: already-processed rows judged again.
+
+    jsl quarantine retry --stream NAME [--rule R ...] [--event-type T ...]
+                         [--first-seq N] [--last-seq N] [--since ISO] [--until ISO]
+                         [--project DIR] [--nats-url URL | --embedded]
+    jsl silver rebuild   --stream NAME [--event-type T ...] [--first-seq N] [--last-seq N]
+                         [--since ISO] [--until ISO] [--project DIR] [--nats-url URL | --embedded]
+
+After a contract change (docs/contract-changes.md): `retry` judges the quarantined rows the
+options select (none: all of them) under the stream's current contract, and moves those that
+pass to their silver table; `rebuild` re-derives silver and quarantine for every row in range
+(every row up to silver's watermark without one). Both go through
+`pipelines.silver.rejudge.rejudge`: each bronze row ends in exactly one of silver or
+quarantine, and a run killed half-way is finished by the next one.
+
+The stream is one declared as a `JetStreamStream` in the dg project (this one, or
+`--project DIR`), loaded as `dg check defs` loads it; the tables are under `LAKEHOUSE_ROOT`,
+the watermark and the rejudge's intent in the ingest's checkpoint bucket on the NATS server
+(`--nats-url`, `$NATS_URL`, or `--embedded`). Spark starts as a run's does (`SparkResource`).
+
+Exit status: 0 done, 1 refused (a breaking change, another rejudge under way), 2 bad input.
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime as dt
+import sys
+import uuid
+import warnings
+from pathlib import Path
+
+from pipelines.cli.commands import add_server_arguments, jetstream_resource, server_url
+from pipelines.settings import PROJECT_DIR, Settings
+
+PROG = {"quarantine": "jsl quarantine retry", "silver": "jsl silver rebuild"}
+
+
+def _when(text: str) -> dt.datetime:
+    try:
+        moment = dt.datetime.fromisoformat(text)
+    except ValueError as error:
+        raise argparse.ArgumentTypeError(f"not an ISO 8601 time: {text!r}") from error
+    return moment if moment.tzinfo else moment.replace(tzinfo=dt.UTC)
+
+
+def _selection_arguments(parser: argparse.ArgumentParser, *, rules: bool) -> None:
+    parser.add_argument("--stream", required=True, help="the declared stream")
+    if rules:
+        parser.add_argument(
+            "--rule", action="append", default=[], help="only rows that broke this rule"
+        )
+    parser.add_argument(
+        "--event-type", action="append", default=[], help="only rows of this event type"
+    )
+    parser.add_argument("--first-seq", type=int, help="the lowest bronze seq (inclusive)")
+    parser.add_argument("--last-seq", type=int, help="the highest bronze seq (inclusive)")
+    parser.add_argument(
+        "--since", type=_when, help="rows published at or after this time (ISO, default UTC)"
+    )
+    parser.add_argument("--until", type=_when, help="rows published before this time")
+    parser.add_argument(
+        "--project", type=Path, metavar="DIR", help="a dg project of your own (default: this)"
+    )
+    add_server_arguments(parser)
+
+
+def add_quarantine_arguments(parser: argparse.ArgumentParser) -> None:
+    """Adds `jsl quarantine retry` to `parser` (the `quarantine` subparser)."""
+    actions = parser.add_subparsers(dest="action", required=True)
+    retry = actions.add_parser(
+        "retry", help="judge quarantined rows again under the current contract"
+    )
+    _selection_arguments(retry, rules=True)
+
+
+def add_silver_arguments(parser: argparse.ArgumentParser) -> None:
+    """Adds `jsl silver rebuild` to `parser` (the `silver` subparser)."""
+    actions = parser.add_subparsers(dest="action", required=True)
+    rebuild = actions.add_parser(
+        "rebuild", help="re-derive silver and quarantine from bronze for a range"
+    )
+    _selection_arguments(rebuild, rules=False)
+
+
+def _load(project: Path, stream: str):
+    """The stream's silver as the project declares it (loading the project's components)."""
+    from dagster.components.core.component_tree import ComponentTree
+
+    from pipelines.components.stream import LOADED
+
+    if str(project) not in sys.path:
+        sys.path.insert(0, str(project))
+    LOADED.clear()
+    with warnings.catch_warnings():  # Dagster's preview/beta notes are not for this command
+        warnings.simplefilter("ignore")
+        ComponentTree.for_project(project).build_defs()
+    if stream not in LOADED:
+        known = ", ".join(sorted(LOADED)) or "none"
+        raise ValueError(
+            f"project {project} declares no stream {stream!r} with a contract; declared: {known}"
+        )
+    return LOADED[stream]
+
+
+def run(args: argparse.Namespace) -> int:
+    """Runs the retry or the rebuild; prints what moved. Returns the exit status."""
+    from pipelines.lakehouse.watermarks import WatermarkStore
+    from pipelines.silver.evolution import SchemaChangeError
+    from pipelines.silver.rejudge import rejudge
+    from pipelines.silver.rejudge_intent import RejudgeError, Selection
+    from pipelines.silver.stage import stage_name
+    from resources.lakehouse import LakehouseResource
+    from resources.spark import SparkResource
+
+    prog = PROG[args.command]
+    settings = Settings.from_env()
+    print(f"[{args.command}] tables under {settings.lakehouse_root}")
+    try:
+        selection = Selection(
+            quarantined_only=args.command == "quarantine",
+            rules=tuple(getattr(args, "rule", ())),
+            event_types=tuple(args.event_type),
+            first_seq=args.first_seq,
+            last_seq=args.last_seq,
+            since=args.since,
+            until=args.until,
+        )
+        silver = _load(Path(args.project or PROJECT_DIR).resolve(), args.stream)
+    except ValueError as error:
+        print(f"{prog}: {error}", file=sys.stderr)
+        return 2
+    lakehouse = LakehouseResource(root=settings.lakehouse_root)
+    contract, ingest = silver.contract, silver.ingest
+    run_id = f"{args.command}-{uuid.uuid4().hex[:12]}"
+    with (
+        server_url(args, create_store=False) as url,
+        jetstream_resource(args, url).client() as client,
+    ):
+        bucket = client.create_key_value(ingest.checkpoint_bucket_spec())
+        spark = SparkResource(table_root=settings.lakehouse_root).get_session()
+        try:
+            result = rejudge(
+                spark,
+                WatermarkStore(bucket),
+                contract,
+                stream=ingest.stream,
+                bronze_path=lakehouse.table_path(ingest.table),
+                table_paths={e.name: lakehouse.table_path(e.table) for e in contract.event_types},
+                quarantine_path=lakehouse.table_path(silver.quarantine),
+                stage=stage_name(ingest.stream),
+                run_id=run_id,
+                now=dt.datetime.now(dt.UTC),
+                selection=selection,
+                source_table=ingest.table,
+                policy=silver.policy,
+                quarantine_name=silver.quarantine,
+            )
+        except (SchemaChangeError, RejudgeError) as error:
+            print(f"{prog}: {error}", file=sys.stderr)
+            return 1
+        except ValueError as error:
+            print(f"{prog}: {error}", file=sys.stderr)
+            return 2
+    print(summary(result, args.stream))
+    return 0
+
+
+def summary(result, stream: str) -> str:
+    """What a rejudge did, in a few lines: rows judged, moved per rule, where they are."""
+    lines = []
+    if result.resumed:
+        lines.append(f"finished an interrupted rejudge first (run {result.run_id})")
+    lines.append(
+        f"stream {stream}: {result.judged} row(s) judged again, up to seq {result.upto} "
+        "(silver's watermark)"
+    )
+    for rule, rows in sorted(result.moved.items()):
+        lines.append(f"  {rows} row(s) that broke {rule} moved to silver")
+    lines.append(f"  {result.still_failing} row(s) stay in quarantine, errors as judged now")
+    for target, rows in sorted(result.added.items()):
+        if rows:
+            lines.append(f"  {target or 'quarantine'}: +{rows}")
+    for target, rows in sorted(result.removed.items()):
+        if rows:
+            lines.append(f"  {target or 'quarantine'}: -{rows}")
+    return "\n".join(lines)

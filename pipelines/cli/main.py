@@ -1,0 +1,131 @@
+"""`jsl`: the project's command line.
+
+- `jsl setup`: check Java and fetch the Delta Lake jars;
+- `jsl demo`: the pipeline end to end on an embedded nats-server;
+- `jsl dev`: the Dagster UI and daemon against an embedded nats-server;
+- `jsl provision`: reconcile the topology (stream, consumers, buckets) on a server, plan first;
+- `jsl generate`: publish realistic (and, on request, bad) file events;
+- `jsl artifacts list|get`: the runs' validation reports and manifests in the Object Store;
+- `jsl status`: streams, consumers, checkpoints, leases, watermarks, replays (and tables);
+- `jsl contract diff`: each stream's contract against its live silver tables;
+- `jsl quarantine retry`, `jsl silver rebuild`: judge processed rows again under the current
+  contract, each bronze row ending in exactly one of silver or quarantine.
+
+The Makefile calls these; they work the same when called directly from the virtualenv.
+"""
+
+from __future__ import annotations
+
+import argparse
+import re
+import shutil
+import subprocess
+import sys
+
+from pipelines.cli import demo as demo_module
+from pipelines.cli.commands import artifacts as artifacts_command
+from pipelines.cli.commands import contract as contract_command
+from pipelines.cli.commands import generate as generate_command
+from pipelines.cli.commands import provision as provision_command
+from pipelines.cli.commands import rejudge as rejudge_command
+from pipelines.cli.commands import status as status_command
+
+
+def check_java() -> str:
+    """Returns `java -version`'s first line; exits with a clear message if Java 17+ is missing."""
+    java = shutil.which("java")
+    if java is None:
+        sys.exit("Java not found: Spark needs Java 17+ (e.g. apt-get install openjdk-17-jre)")
+    output = subprocess.run([java, "-version"], capture_output=True, text=True).stderr
+    match = re.search(r'version "(\d+)', output)
+    if match is None or int(match.group(1)) < 17:
+        sys.exit(f"Spark 4 needs Java 17 or later; found: {output.splitlines()[0]!r}")
+    return output.splitlines()[0]
+
+
+def setup() -> int:
+    """Checks Java and resolves the Delta Lake jars once into the jar cache
+    (`pipelines/cli/commands/setup.py`)."""
+    from pipelines.cli.commands import setup as setup_command
+
+    print(f"[setup] {check_java()}")
+    return setup_command.run()
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(
+        prog="jsl", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    commands = parser.add_subparsers(dest="command", required=True)
+    commands.add_parser("setup", help="check Java and fetch the Delta Lake jars")
+    demo = commands.add_parser("demo", help="run the pipeline end to end on an embedded server")
+    demo.add_argument("--events", type=int, default=1000, help="sample events to publish")
+    demo.add_argument(
+        "--bad-share",
+        type=float,
+        default=demo_module.DEFAULT_BAD_SHARE,
+        help="share of deliberately bad events (quarantined by silver)",
+    )
+    demo.add_argument(
+        "--verbose",
+        action="store_true",
+        help="show Dagster's, Spark's and Ivy's output live (it always goes to the log file)",
+    )
+    commands.add_parser(
+        "dev",
+        help="open the Dagster UI against an embedded server (other options go to `dagster dev`)",
+    )
+    provision = commands.add_parser(
+        "provision",
+        help="create or update the stream, consumers and buckets on a server (plan first)",
+    )
+    provision_command.add_arguments(provision)
+    generate = commands.add_parser(
+        "generate", help="publish good and bad sample file events to FILE_EVENTS"
+    )
+    generate_command.add_arguments(generate)
+    artifacts = commands.add_parser(
+        "artifacts", help="list or fetch run artifacts (reports, manifests) from the Object Store"
+    )
+    artifacts_command.add_arguments(artifacts)
+    status = commands.add_parser(
+        "status", help="one screen of the pipeline's state (streams, consumers, stages, replays)"
+    )
+    status_command.add_arguments(status)
+    contract = commands.add_parser(
+        "contract", help="compare each stream's contract with its live silver tables"
+    )
+    contract_command.add_arguments(contract)
+    quarantine = commands.add_parser(
+        "quarantine", help="judge quarantined rows again under the current contract"
+    )
+    rejudge_command.add_quarantine_arguments(quarantine)
+    silver = commands.add_parser(
+        "silver", help="re-derive silver and quarantine from bronze for a range"
+    )
+    rejudge_command.add_silver_arguments(silver)
+    # `jsl dev` passes what it does not know to `dagster dev` (e.g. `jsl dev -p 3001`).
+    args, unknown = parser.parse_known_args(argv)
+    if unknown and args.command != "dev":
+        parser.error(f"unrecognized arguments: {' '.join(unknown)}")
+
+    if args.command == "setup":
+        return setup()
+    if args.command == "provision":
+        return provision_command.run(args)
+    if args.command == "generate":
+        return generate_command.run(args)
+    if args.command == "artifacts":
+        return artifacts_command.run(args)
+    if args.command == "status":
+        return status_command.run(args)
+    if args.command == "contract":
+        return contract_command.run(args)
+    if args.command in ("quarantine", "silver"):
+        check_java()
+        return rejudge_command.run(args)
+    if args.command == "demo":
+        check_java()
+        return demo_module.run_demo(args.events, bad_share=args.bad_share, verbose=args.verbose)
+    check_java()
+    return demo_module.run_dev(extra_args=[a for a in unknown if a != "--"])

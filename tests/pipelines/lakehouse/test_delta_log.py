@@ -1,0 +1,189 @@
+"""`read_table_state`: a Delta table's schema, properties and version from its log, no Spark.
+
+Tables are written by the session's real Spark with Delta; what the log reader finds is
+compared with what Spark itself reports (`DataFrame.schema`, `SHOW TBLPROPERTIES`,
+`DESCRIBE HISTORY`).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import re
+from pathlib import Path
+
+import pytest
+from pyspark.sql.types import IntegerType, StringType, StructField, StructType
+
+from pipelines.lakehouse.delta_log import (
+    CorruptTableLog,
+    TableLogError,
+    UnreadableTableLog,
+    read_table_state,
+)
+from pipelines.lakehouse.delta_tables import delta_path
+
+SCHEMA = StructType(
+    [
+        StructField("n", IntegerType()),
+        StructField("s", StringType(), metadata={"comment": "what the row says"}),
+    ]
+)
+# Entries SHOW TBLPROPERTIES derives from the protocol action, not from metaData.configuration.
+PROTOCOL_KEYS = ("delta.feature.", "delta.minReaderVersion", "delta.minWriterVersion")
+
+
+def create(spark, path: Path, **properties: str) -> str:
+    """A one-row Delta table of SCHEMA at `path`, created with `properties`; its path."""
+    writer = spark.createDataFrame([(1, "one")], SCHEMA).write.format("delta")
+    writer.options(**properties).save(str(path))
+    return str(path)
+
+
+def append(spark, path: str) -> None:
+    """One more commit that adds a row and leaves the metadata alone."""
+    spark.read.format("delta").load(path).limit(1).write.format("delta").mode("append").save(path)
+
+
+def sql(spark, statement: str, path: str) -> None:
+    spark.sql(statement.format(table=delta_path(path)))
+
+
+def spark_state(spark, path: str) -> tuple[int, dict, dict[str, str]]:
+    """(version, schema JSON, user-set properties) as Spark and Delta report them."""
+    name = delta_path(path)
+    version = spark.sql(f"DESCRIBE HISTORY {name} LIMIT 1").first().version
+    schema = spark.read.format("delta").load(path).schema.jsonValue()
+    properties = {
+        row.key: row.value
+        for row in spark.sql(f"SHOW TBLPROPERTIES {name}").collect()
+        if not row.key.startswith(PROTOCOL_KEYS)
+    }
+    return version, schema, properties
+
+
+def state_of(path: str) -> tuple[int, dict, dict[str, str]]:
+    state = read_table_state(path)
+    assert state is not None
+    return state.version, state.schema, state.properties
+
+
+def test_the_state_is_what_spark_reports_read_by_path_or_file_uri(spark, table_root):
+    path = create(spark, table_root / "t", **{"delta.enableChangeDataFeed": "true"})
+
+    state = read_table_state(path)
+
+    assert state is not None
+    assert (state.version, state.schema, state.properties) == spark_state(spark, path)
+    assert state.properties == {"delta.enableChangeDataFeed": "true"}
+    assert state.struct_type() == SCHEMA  # the column comment included
+    for uri in (Path(path).as_uri(), f"file:{path}"):  # file:///tmp/... and Hadoop's file:/tmp/...
+        assert read_table_state(uri) == dataclasses.replace(state, path=uri)
+
+
+def test_an_added_column_and_a_widened_type_are_read_from_the_newest_commit(spark, table_root):
+    path = create(spark, table_root / "t")
+    sql(spark, "ALTER TABLE {table} ADD COLUMNS (x bigint)", path)
+
+    assert state_of(path) == spark_state(spark, path)
+    assert [f["name"] for f in state_of(path)[1]["fields"]] == ["n", "s", "x"]
+
+    sql(spark, "ALTER TABLE {table} SET TBLPROPERTIES ('delta.enableTypeWidening'='true')", path)
+    sql(spark, "ALTER TABLE {table} ALTER COLUMN n TYPE BIGINT", path)
+    version, schema, properties = state_of(path)
+
+    # The log keeps the widening in the field's metadata; Spark's DataFrame schema drops it.
+    n = schema["fields"][0]
+    assert (n["type"], n["metadata"]) == (
+        "long",
+        {"delta.typeChanges": [{"toType": "long", "fromType": "integer"}]},
+    )
+    n["metadata"] = {}
+    assert (version, schema, properties) == spark_state(spark, path)
+    assert properties["delta.enableTypeWidening"] == "true"
+
+
+@pytest.fixture
+def session_conf(spark):
+    """Sets Spark session confs for one test and unsets them after it."""
+    keys = []
+
+    def set_conf(key: str, value: str) -> None:
+        keys.append(key)
+        spark.conf.set(key, value)
+
+    yield set_conf
+    for key in keys:
+        spark.conf.unset(key)
+
+
+CHECKPOINTS = {
+    # kind: (table properties, session confs, how the checkpoint files at version 2 are named)
+    "classic": ({}, {}, "00000000000000000002.checkpoint.parquet"),
+    "multi-part": (
+        {},
+        {"spark.databricks.delta.checkpoint.partSize": "1"},
+        "00000000000000000002.checkpoint.0000000001.000000000?.parquet",
+    ),
+    "v2": ({"delta.checkpointPolicy": "v2"}, {}, "00000000000000000002.checkpoint.*-*.json"),
+}
+
+
+@pytest.mark.parametrize("kind", CHECKPOINTS)
+def test_after_log_cleanup_the_schema_is_read_from_the_checkpoint(
+    spark, table_root, session_conf, kind
+):
+    properties, confs, checkpoint_files = CHECKPOINTS[kind]
+    for key, value in confs.items():
+        session_conf(key, value)
+    path = create(spark, table_root / "t", **{"delta.checkpointInterval": "2", **properties})
+    sql(spark, "ALTER TABLE {table} ADD COLUMNS (x bigint)", path)  # version 1
+    append(spark, path)  # version 2, checkpointed
+    append(spark, path)  # version 3, no metaData action
+    expected = spark_state(spark, path)
+    log = Path(path) / "_delta_log"
+    assert list(log.glob(checkpoint_files))
+
+    for version in range(3):  # what metadata cleanup leaves: the checkpoint and later commits
+        (log / f"{version:020d}.json").unlink()
+
+    assert state_of(path) == expected
+    assert expected[0] == 3
+    assert [f["name"] for f in expected[1]["fields"]] == ["n", "s", "x"]
+
+
+def test_no_delta_table_gives_none(table_root):
+    plain = table_root / "plain"
+    plain.mkdir()
+    (plain / "part-0.parquet").write_bytes(b"")
+    empty_log = table_root / "empty" / "_delta_log"
+    (empty_log / "_staged_commits").mkdir(parents=True)
+
+    assert read_table_state(str(table_root / "missing")) is None
+    assert read_table_state(str(plain)) is None
+    assert read_table_state(str(plain / "part-0.parquet")) is None
+    assert read_table_state(str(empty_log.parent)) is None
+
+
+@pytest.mark.parametrize(
+    "path", ["s3a://lake/silver/orders", "abfss://c@acct.dfs.core.windows.net/t", "hdfs://nn/t"]
+)
+def test_a_table_off_the_local_filesystem_raises_naming_the_path(path):
+    with pytest.raises(UnreadableTableLog, match="local filesystem") as raised:
+        read_table_state(path)
+
+    assert isinstance(raised.value, TableLogError)
+    assert repr(path) in str(raised.value)
+    assert "when the run starts" in str(raised.value)
+
+
+def test_a_corrupt_newest_commit_raises_naming_the_file(spark, table_root):
+    path = create(spark, table_root / "t")
+    newest = Path(path) / "_delta_log" / "00000000000000000001.json"
+    newest.write_text(json.dumps({"commitInfo": {"operation": "WRITE"}})[:20])
+
+    with pytest.raises(CorruptTableLog, match=re.escape(str(newest))) as raised:
+        read_table_state(path)
+
+    assert raised.value.file == str(newest)
+    assert "line 1 of commit 1" in str(raised.value)
