@@ -7,7 +7,7 @@ remember in KV or in the table's own history where they stopped:
 
 - it does not wait while an upstream asset is in progress. With a steady stream, an ingest
   run is nearly always in progress, and `eager()` starved silver until a gap between runs
-  (docs/performance.md, "Freshness");
+  (bench/HISTORY.md, "Freshness baseline" and change 1);
 - an upstream update is handled by this asset's next *request* after it, not by any later
   materialisation of the asset. With `eager()`, a bronze commit made while a silver run was
   going (after that run had read bronze) was cleared by the run's own materialisation and

@@ -19,7 +19,8 @@ write path alone; and a prototype reader through the same Spark write.
 
     .venv/bin/python bench/ingest.py --events 100000 --profile
 
-See docs/performance.md for the results and how to read them.
+See docs/performance.md for the latest results and how to read them, bench/HISTORY.md for
+every run.
 """
 
 from __future__ import annotations

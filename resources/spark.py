@@ -220,14 +220,14 @@ class SparkSettings:
             # A partitioned write keeps up to this many files open per task instead of first
             # sorting its rows by partition (Spark's default, 0, always sorts): a bronze run
             # touches one or two publish dates, and the sort was a third of the JVM's CPU in
-            # an ingest (docs/performance.md). Past the limit, Spark sorts the rest.
+            # an ingest (bench/HISTORY.md, runs R7-R10). Past the limit, Spark sorts the rest.
             "spark.sql.maxConcurrentOutputFileWriters": str(MAX_CONCURRENT_OUTPUT_WRITERS),
             # The classes Spark generates and compiles for operators and expressions, kept
             # for reuse by every later query of the JVM (Spark's default keeps 100). A
             # silver run makes about ninety small queries, several classes each: with 2,000
             # the JVM spent 7.4% of its samples compiling instead of 11.5%, and warm silver
             # runs were ~15% shorter, most telling on a long-lived Spark Connect server,
-            # whose JVM serves run after run (docs/performance.md, change 7).
+            # whose JVM serves run after run (bench/HISTORY.md, change 7).
             "spark.sql.codegen.cache.maxEntries": str(CODEGEN_CACHE_ENTRIES),
             # The executors' Python workers (any master): this virtualenv's interpreter, not
             # `python3` from PATH, which lacks the project and its packages.

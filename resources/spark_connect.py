@@ -2,9 +2,9 @@
 
 Without it, each Dagster run starts its own Spark JVM and pays for it before any work: about
 9 s to start and 7 s for the first Delta operation per run on a 2-core machine
-(docs/performance.md, "Freshness"). With `SPARK_REMOTE=sc://...` pointing at this server, the
-runs are thin Spark Connect clients of one warm JVM, and `SparkResource` needs no other change
-(the ingest already runs over Connect).
+(docs/performance.md, "A run's fixed cost"). With `SPARK_REMOTE=sc://...` pointing at this
+server, the runs are thin Spark Connect clients of one warm JVM, and `SparkResource` needs no
+other change (the ingest already runs over Connect).
 
 The server is a `spark-submit` of Spark's `SparkConnectServer` from the pyspark wheel, with
 the same settings a local session gets (`resources.spark.resolved_conf`: driver memory,

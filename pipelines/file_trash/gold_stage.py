@@ -9,7 +9,7 @@ The transforms are the pure functions of `gold.py`; `pipelines.lakehouse.refresh
 two daily tables are refreshed by UTC day: a run recomputes only the days in which silver
 rows changed since the version it last read (from silver's change data feed) and replaces
 those days, so what it reads follows the days the new rows touched, not the table
-(docs/performance.md has what it costs). `expiring_files` is recomputed
+(docs/performance.md, "Gold refresh", has what it costs). `expiring_files` is recomputed
 whenever silver or the day changed (its filter on `expires_at` reads only the files that
 can hold the horizon). Each write records in its Delta commit the silver version and what
 else the table depends on; when nothing changed the run writes nothing, so running gold

@@ -4,7 +4,7 @@ nats-py turns every message into a `Msg` (decoded subject and reply, a headers d
 on the subscription's queue, and calls the callback from the subscription's own task. A
 reader that only copies messages into columns (`pipelines/ingest/range_reader.py`) needs none
 of that: without it, a whole read costs 6.3 µs of CPU per message instead of 10.6
-(docs/performance.md).
+(bench/HISTORY.md, runs R7-R10).
 
 `subscribe_frames` subscribes as usual, then routes the subscription's `HMSG`/`MSG` frames to
 a plain function, `on_frame(subject, reply, header, payload)` (all `bytes`; `header` is the

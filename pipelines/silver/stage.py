@@ -370,7 +370,7 @@ def run_contract_silver(
     finally:
         # The most derived frame first: uncaching a frame makes Spark re-plan each cache
         # entry built on it whose data is not loaded (over Spark Connect about a second each
-        # on a batch that left frames empty; docs/performance.md, change 5).
+        # on a batch that left frames empty; bench/HISTORY.md, change 5).
         for frame in reversed(cached):
             frame.unpersist()
 
