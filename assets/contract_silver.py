@@ -26,6 +26,8 @@ verdicts recorded with the watermark by the batch the tables last took in.
 """
 
 import datetime as dt
+from collections.abc import Iterator
+from dataclasses import dataclass
 
 from dagster import (
     AssetCheckKey,
@@ -46,7 +48,7 @@ from assets.artifact_metadata import artifact_metadata
 from assets.table_schema import declared_schema, table_schema
 from pipelines.contract import Contract
 from pipelines.ingest.spec import IngestSpec
-from pipelines.lakehouse.artifacts import ARTIFACTS_BUCKET
+from pipelines.lakehouse.artifacts import ARTIFACTS_BUCKET, StoredArtifact
 from pipelines.lakehouse.delta_tables import table_version
 from pipelines.lakehouse.watermarks import WatermarkConflictError, WatermarkStore
 from pipelines.silver.artifacts import store_silver_artifacts
@@ -57,6 +59,7 @@ from pipelines.silver.stage import (
     QUARANTINE,
     ContractSilverResult,
     Policy,
+    RuleCheck,
     quarantine_table,
     recorded_checked,
     recorded_failures,
@@ -65,7 +68,7 @@ from pipelines.silver.stage import (
     stage_name,
     within_mostly,
 )
-from resources.jetstream import JetStreamResource
+from resources.jetstream import JetStreamClient, JetStreamResource
 from resources.jetstream.errors import JetStreamError
 from resources.lakehouse import TABLE_METADATA_KEY, LakehouseResource
 from resources.quality import DataQualityResource
@@ -73,6 +76,33 @@ from resources.spark import SparkResource
 
 # Runs of the stage in one step: another run moving the watermark first makes it go again.
 STAGE_ATTEMPTS = 3
+
+
+@dataclass(frozen=True)
+class _SilverSettings:
+    """What a silver multi-asset's runs read, write and store, fixed when it is built."""
+
+    contract: Contract
+    ingest: IngestSpec  # the ingest whose bronze table silver reads
+    tables: dict[str, str]  # event type name (or QUARANTINE) -> its table
+    mostly: float
+    policy: Policy
+    artifacts_bucket: str | None
+
+    @property
+    def stream(self) -> str:
+        """The stream whose bronze rows silver reads."""
+        return self.ingest.stream
+
+    @property
+    def quarantine(self) -> str:
+        """The quarantine's table."""
+        return self.tables[QUARANTINE]
+
+    @property
+    def keys(self) -> dict[str, AssetKey]:
+        """Event type name (or QUARANTINE) -> its table's asset key (the table's path, split)."""
+        return {target: AssetKey(table.split("/")) for target, table in self.tables.items()}
 
 
 def build_contract_silver_asset(
@@ -115,12 +145,34 @@ def build_contract_silver_asset(
     """
     if not 0 < mostly <= 1:
         raise ValueError(f"mostly must be in (0, 1], got {mostly!r}; e.g. 0.99 for 99% of rows")
-    stream = ingest.stream
-    quarantine = quarantine or quarantine_table(stream)
-    keys = {e.name: AssetKey(e.table.split("/")) for e in contract.event_types}
-    keys[QUARANTINE] = AssetKey(quarantine.split("/"))
+    silver = _SilverSettings(
+        contract=contract,
+        ingest=ingest,
+        tables=_silver_tables(contract, quarantine or quarantine_table(ingest.stream)),
+        mostly=mostly,
+        policy=policy,
+        artifacts_bucket=artifacts_bucket,
+    )
+    specs = _table_specs(silver, bronze_key, group_name, automation_condition)
+    checks = rule_checks(contract)
+    return _silver_multi_asset(silver, checks, specs, _check_specs(checks, silver.keys))
+
+
+def _silver_tables(contract: Contract, quarantine: str) -> dict[str, str]:
+    """Each event type's table by its name, then the quarantine's table (key QUARANTINE)."""
     tables = {e.name: e.table for e in contract.event_types}
     tables[QUARANTINE] = quarantine
+    return tables
+
+
+def _table_specs(
+    silver: _SilverSettings,
+    bronze_key: AssetKey,
+    group_name: str,
+    automation_condition: AutomationCondition | None,
+) -> list[AssetSpec]:
+    """The `AssetSpec` of each event type's table, then the quarantine's, each on bronze."""
+    keys, stream = silver.keys, silver.stream
     specs = [
         AssetSpec(
             keys[e.name],
@@ -135,7 +187,7 @@ def build_contract_silver_asset(
                 TABLE_METADATA_KEY: e.table,
             },
         )
-        for e in contract.event_types
+        for e in silver.contract.event_types
     ]
     specs.append(
         AssetSpec(
@@ -147,12 +199,16 @@ def build_contract_silver_asset(
             automation_condition=automation_condition,
             metadata={
                 "dagster/column_schema": table_schema(QUARANTINE_SCHEMA),
-                TABLE_METADATA_KEY: quarantine,
+                TABLE_METADATA_KEY: silver.quarantine,
             },
         )
     )
-    checks = rule_checks(contract)
-    check_specs = [
+    return specs
+
+
+def _check_specs(checks: list[RuleCheck], keys: dict[str, AssetKey]) -> list[AssetCheckSpec]:
+    """One `AssetCheckSpec` per rule check, named after its rule; blocking for `block` rules."""
+    return [
         AssetCheckSpec(
             name=check.rule.name,
             asset=keys[check.target],
@@ -162,8 +218,17 @@ def build_contract_silver_asset(
         for check in checks
     ]
 
+
+def _silver_multi_asset(
+    silver: _SilverSettings,
+    checks: list[RuleCheck],
+    specs: list[AssetSpec],
+    check_specs: list[AssetCheckSpec],
+) -> AssetsDefinition:
+    """The multi-asset `silver_<stream lower>` of `specs` and `check_specs`, not subsettable."""
+
     @multi_asset(
-        name=f"silver_{stream.lower()}",
+        name=f"silver_{silver.stream.lower()}",
         specs=specs,
         check_specs=check_specs,
         # One batch feeds every table, so the tables are materialised together: automation
@@ -182,113 +247,178 @@ def build_contract_silver_asset(
         """Parses, checks, de-duplicates and routes new bronze rows by the event contract."""
         client = jetstream.get_client()
         session = spark.get_session()
-        now = dt.datetime.now(dt.UTC)
-        paths = {target: lakehouse.table_path(table) for target, table in tables.items()}
-        watermarks = WatermarkStore(client.create_key_value(ingest.checkpoint_bucket_spec()))
-        for attempt in range(1, STAGE_ATTEMPTS + 1):
-            try:
-                result = run_contract_silver(
-                    session,
-                    watermarks,
-                    contract,
-                    stream=stream,
-                    bronze_path=lakehouse.table_path(ingest.table),
-                    table_paths={name: paths[name] for name in tables if name != QUARANTINE},
-                    quarantine_path=paths[QUARANTINE],
-                    stage=stage_name(stream),
-                    run_id=context.run.run_id,
-                    now=now,
-                    source_table=ingest.table,
-                    validate=lambda frame, suite: quality.validate_dataframe(
-                        frame, suite, evaluated_at=now, meta={"run_id": context.run.run_id}
-                    ),
-                    mostly=mostly,
-                    policy=policy,
-                    quarantine_name=quarantine,
-                )
-                break
-            except WatermarkConflictError as error:
-                # Another run of this stage (an automation run beside the ingest run's
-                # silver) moved the watermark first. What this run merged is in the tables
-                # once (insert-only merges); go again from where that run stopped, so the
-                # rows it did not read are not left waiting for the next bronze commit.
-                if attempt == STAGE_ATTEMPTS:
-                    raise
-                context.log.warning(
-                    f"{error}; running the stage again ({attempt + 1} of {STAGE_ATTEMPTS})"
-                )
-        context.log.info(_summary(ingest.table, result))
-        verdicts = list(_check_results(checks, keys, result, mostly))
-        stored = ()
-        if result.processed and artifacts_bucket is not None:
-            try:
-                stored = store_silver_artifacts(
-                    client,
-                    bucket=artifacts_bucket,
-                    run_id=context.run.run_id,
-                    stream=stream,
-                    source_table=ingest.table,
-                    result=result,
-                    tables={target: (tables[target], paths[target]) for target in tables},
-                    checks={
-                        f"{v.asset_key.to_user_string()}:{v.check_name}": v.passed for v in verdicts
-                    },
-                )
-            except JetStreamError as error:
-                # The tables and the watermark have moved: report the batch and checks anyway.
-                context.log.warning(f"artifacts of this run were not stored: {error}")
-        for target, key in keys.items():  # every table: the asset is not subsettable
-            yield _materialization(session, contract, target, key, paths[target], result, stored)
-        wanted = context.selected_asset_check_keys
-        yield from (v for v in verdicts if AssetCheckKey(v.asset_key, v.check_name) in wanted)
+        yield from _materialise(silver, checks, context, client, session, lakehouse, quality)
 
     return contract_silver
 
 
-def _check_results(checks, keys, result: ContractSilverResult, mostly: float):
+def _materialise(
+    silver: _SilverSettings,
+    checks: list[RuleCheck],
+    context: AssetExecutionContext,
+    client: JetStreamClient,
+    session,
+    lakehouse: LakehouseResource,
+    quality: DataQualityResource,
+) -> Iterator[MaterializeResult | AssetCheckResult]:
+    """Every table's `MaterializeResult`, then the selected checks' results, of one stage run."""
+    now = dt.datetime.now(dt.UTC)
+    paths = {target: lakehouse.table_path(table) for target, table in silver.tables.items()}
+    watermarks = WatermarkStore(client.create_key_value(silver.ingest.checkpoint_bucket_spec()))
+    result = _run_stage(silver, context, session, watermarks, lakehouse, quality, paths, now)
+    context.log.info(_summary(silver.ingest.table, result))
+    verdicts = list(_check_results(checks, silver.keys, result, silver.mostly))
+    stored = _store_artifacts(silver, context, client, paths, result, verdicts)
+    for target, key in silver.keys.items():  # every table: the asset is not subsettable
+        yield _materialization(session, silver.contract, target, key, paths[target], result, stored)
+    wanted = context.selected_asset_check_keys
+    yield from (v for v in verdicts if AssetCheckKey(v.asset_key, v.check_name) in wanted)
+
+
+def _run_stage(
+    silver: _SilverSettings,
+    context: AssetExecutionContext,
+    session,
+    watermarks: WatermarkStore,
+    lakehouse: LakehouseResource,
+    quality: DataQualityResource,
+    paths: dict[str, str],
+    now: dt.datetime,
+) -> ContractSilverResult:
+    """The stage's result on the new bronze rows, run again if another moved the watermark."""
+    for attempt in range(1, STAGE_ATTEMPTS + 1):
+        try:
+            return run_contract_silver(
+                session,
+                watermarks,
+                silver.contract,
+                stream=silver.stream,
+                bronze_path=lakehouse.table_path(silver.ingest.table),
+                table_paths={name: paths[name] for name in silver.tables if name != QUARANTINE},
+                quarantine_path=paths[QUARANTINE],
+                stage=stage_name(silver.stream),
+                run_id=context.run.run_id,
+                now=now,
+                source_table=silver.ingest.table,
+                validate=lambda frame, suite: quality.validate_dataframe(
+                    frame, suite, evaluated_at=now, meta={"run_id": context.run.run_id}
+                ),
+                mostly=silver.mostly,
+                policy=silver.policy,
+                quarantine_name=silver.quarantine,
+            )
+        except WatermarkConflictError as error:
+            # Another run of this stage (an automation run beside the ingest run's silver)
+            # moved the watermark first. What this run merged is in the tables once
+            # (insert-only merges); go again from where that run stopped, so the rows it did
+            # not read are not left waiting for the next bronze commit.
+            if attempt == STAGE_ATTEMPTS:
+                raise
+            context.log.warning(
+                f"{error}; running the stage again ({attempt + 1} of {STAGE_ATTEMPTS})"
+            )
+
+
+def _store_artifacts(
+    silver: _SilverSettings,
+    context: AssetExecutionContext,
+    client: JetStreamClient,
+    paths: dict[str, str],
+    result: ContractSilverResult,
+    verdicts: list[AssetCheckResult],
+) -> tuple[StoredArtifact, ...]:
+    """The batch's stored artifacts: none if nothing was new, no bucket, or storing failed."""
+    if not result.processed or silver.artifacts_bucket is None:
+        return ()
+    try:
+        return store_silver_artifacts(
+            client,
+            bucket=silver.artifacts_bucket,
+            run_id=context.run.run_id,
+            stream=silver.stream,
+            source_table=silver.ingest.table,
+            result=result,
+            tables={target: (silver.tables[target], paths[target]) for target in silver.tables},
+            checks={f"{v.asset_key.to_user_string()}:{v.check_name}": v.passed for v in verdicts},
+        )
+    except JetStreamError as error:
+        # The tables and the watermark have moved: report the batch and checks anyway.
+        context.log.warning(f"artifacts of this run were not stored: {error}")
+        return ()
+
+
+def _check_results(
+    checks: list[RuleCheck],
+    keys: dict[str, AssetKey],
+    result: ContractSilverResult,
+    mostly: float,
+) -> Iterator[AssetCheckResult]:
     """One `AssetCheckResult` per check with a verdict: from the batch's GX outcomes
     for the rules GX checks, else from the stage's failing rows (the check holds when at
     least `mostly` of the rows it judged do not break its rule); as recorded with the
     watermark when nothing was new."""
-    if result.processed:
-        failures, expectations = result.failures, result.expectations
-        checked = result.checked
-    else:
-        failures = recorded_failures(result.watermark) or {}
-        expectations = recorded_outcomes(result.watermark.details if result.watermark else {})
-        checked = recorded_checked(result.watermark)
+    failures, expectations, checked = _verdict_inputs(result)
     for check in checks:
         failing = failures.get(check.target, {}).get(check.rule.name)
         if failing is None:
             continue  # never processed a batch, or a rule added since: no verdict
-        rows = checked.get(check.target)
-        metadata = {
-            "failing_rows": MetadataValue.int(failing),
-            "mostly": MetadataValue.float(mostly),
-            "severity": MetadataValue.text(check.rule.severity.value),
-            "batch": MetadataValue.text(_batch(result)),
-            "verdict_from": MetadataValue.text("failing_rows"),
-        }
-        gx = expectations.get(check.target, {}).get(check.rule.name)
-        if gx is not None:
-            metadata["verdict_from"] = MetadataValue.text("great_expectations")
-            metadata["expectations"] = MetadataValue.text(", ".join(gx["expectations"]))
-            metadata["unexpected_rows"] = MetadataValue.int(int(gx["unexpected"]))
-            passed = bool(gx["passed"])
-        elif rows is None:  # recorded before the rows checked were: any failing row fails
-            passed = failing == 0
-        else:
-            passed = within_mostly(failing, rows, mostly)
-        if rows is not None:
-            metadata["rows_checked"] = MetadataValue.int(rows)
-        yield AssetCheckResult(
-            asset_key=keys[check.target],
-            check_name=check.rule.name,
-            passed=passed,
-            severity=AssetCheckSeverity.ERROR if check.blocking else AssetCheckSeverity.WARN,
-            description=check.rule.description,
-            metadata=metadata,
+        yield _check_result(
+            check,
+            keys,
+            result,
+            failing=failing,
+            rows=checked.get(check.target),
+            gx=expectations.get(check.target, {}).get(check.rule.name),
+            mostly=mostly,
         )
+
+
+def _verdict_inputs(result: ContractSilverResult) -> tuple[dict, dict, dict]:
+    """Failing rows, GX outcomes and rows judged, by check target: the batch's, or recorded."""
+    if result.processed:
+        return result.failures, result.expectations, result.checked
+    failures = recorded_failures(result.watermark) or {}
+    expectations = recorded_outcomes(result.watermark.details if result.watermark else {})
+    return failures, expectations, recorded_checked(result.watermark)
+
+
+def _check_result(
+    check: RuleCheck,
+    keys: dict[str, AssetKey],
+    result: ContractSilverResult,
+    *,
+    failing: int,
+    rows: int | None,
+    gx: dict | None,
+    mostly: float,
+) -> AssetCheckResult:
+    """`check`'s `AssetCheckResult`: its GX outcome if any, else its failing rows vs `mostly`."""
+    metadata = {
+        "failing_rows": MetadataValue.int(failing),
+        "mostly": MetadataValue.float(mostly),
+        "severity": MetadataValue.text(check.rule.severity.value),
+        "batch": MetadataValue.text(_batch(result)),
+        "verdict_from": MetadataValue.text("failing_rows"),
+    }
+    if gx is not None:
+        metadata["verdict_from"] = MetadataValue.text("great_expectations")
+        metadata["expectations"] = MetadataValue.text(", ".join(gx["expectations"]))
+        metadata["unexpected_rows"] = MetadataValue.int(int(gx["unexpected"]))
+        passed = bool(gx["passed"])
+    elif rows is None:  # recorded before the rows checked were: any failing row fails
+        passed = failing == 0
+    else:
+        passed = within_mostly(failing, rows, mostly)
+    if rows is not None:
+        metadata["rows_checked"] = MetadataValue.int(rows)
+    return AssetCheckResult(
+        asset_key=keys[check.target],
+        check_name=check.rule.name,
+        passed=passed,
+        severity=AssetCheckSeverity.ERROR if check.blocking else AssetCheckSeverity.WARN,
+        description=check.rule.description,
+        metadata=metadata,
+    )
 
 
 def _batch(result: ContractSilverResult) -> str:
