@@ -7,6 +7,7 @@ reached the subject since the sequence read).
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 
@@ -84,6 +85,33 @@ class Expectations:
         return f"expected {' and '.join(wanted) or 'a last sequence'} but it is {actual}"
 
 
+# How nats-py writes the header block of an HPUB (`Client._send_publish` in
+# nats/aio/client.py): the status line, one `name: value` line per header (name and value
+# stripped, CR/LF in a value turned into spaces, both UTF-8), then an empty line. nats-py
+# refuses a name outside these characters (`BadHeaderError`) and skips an empty one.
+_HEADER_STATUS_LINE = b"NATS/1.0\r\n"
+_HEADER_NAME = re.compile(r"[!#$%&'*+\-.^_`|~0-9A-Za-z]+")
+_HEADER_VALUE_NEWLINES = str.maketrans({"\r": " ", "\n": " "})
+
+
+def header_block_size(headers: Mapping[str, str] | None) -> int:
+    """Bytes of the header block nats-py sends with `headers`, as the server counts them.
+
+    The server checks header block + payload against its `max_payload`. None sends a plain
+    PUB (0 bytes); any mapping, even an empty one, sends an HPUB with at least the status
+    line and the closing empty line (12 bytes).
+    """
+    if headers is None:
+        return 0
+    size = len(_HEADER_STATUS_LINE) + 2  # the status line, and the empty line ending the block
+    for key, value in headers.items():
+        name = key.strip()
+        if name:
+            line = value.strip().translate(_HEADER_VALUE_NEWLINES)
+            size += len(name.encode()) + 2 + len(line.encode()) + 2  # "name: value\r\n"
+    return size
+
+
 def outbound_headers(
     headers: Mapping[str, str] | None, msg_id: str | None, expect: Expectations
 ) -> dict[str, str] | None:
@@ -92,6 +120,11 @@ def outbound_headers(
     for key, value in merged.items():
         if not isinstance(key, str) or not key or not isinstance(value, str):
             raise InvalidArgumentError(f"header {key!r}: {value!r} must map a name to a str")
+        if not _HEADER_NAME.fullmatch(key.strip()):
+            raise InvalidArgumentError(
+                f"header name {key!r} is not a valid NATS header name (letters, digits and "
+                "!#$%&'*+-.^_`|~, no spaces or colons)"
+            )
     if msg_id is not None:
         if not isinstance(msg_id, str) or not msg_id:
             raise InvalidArgumentError(f"msg_id must be a non-empty str, got {msg_id!r}")

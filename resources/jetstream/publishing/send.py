@@ -29,7 +29,11 @@ from resources.jetstream.errors import (
     RequestTimeoutError,
     translate_api_error,
 )
-from resources.jetstream.publishing.expectations import Expectations, outbound_headers
+from resources.jetstream.publishing.expectations import (
+    Expectations,
+    header_block_size,
+    outbound_headers,
+)
 
 if TYPE_CHECKING:
     from nats.aio.client import Client as NATS
@@ -61,7 +65,7 @@ class Retrier:
             return not self._captured[subject]
 
         return await self._client.retrying(
-            lambda: nc.request(subject, data, timeout=timeout, headers=headers),
+            lambda: _checked_request(nc, subject, data, headers, timeout),
             what=f"publish to {subject!r}",
             repeatable=bool(headers and headers.get(MSG_ID_HEADER)),
             gone=gone,
@@ -88,7 +92,11 @@ async def request_publish(
 ) -> PubAck:
     """Publishes one message and waits for its ack (on the client's loop).
 
+    Every send is checked against the server's `max_payload` first (see `check_size`).
+
     Raises:
+        InvalidArgumentError: payload + headers exceed the server's `max_payload`; nothing
+            was sent and the connection is kept.
         NoStreamForSubjectError: no stream captures `subject`.
         PublishExpectationError: the stream rejected an expectation header.
         RequestTimeoutError: no answer within `timeout` seconds (without `retrier`).
@@ -98,7 +106,7 @@ async def request_publish(
     what = f"publish to {subject!r}"
     try:
         if retrier is None:
-            reply = await nc.request(subject, data, timeout=timeout, headers=headers)
+            reply = await _checked_request(nc, subject, data, headers, timeout)
         else:
             reply = await retrier.request(nc, subject, data, headers, timeout)
     except nats.errors.NoRespondersError:
@@ -138,6 +146,41 @@ async def request_publish(
     raise translate_api_error(error, what, stream=stream)
 
 
+async def _checked_request(
+    nc: NATS, subject: str, data: bytes, headers: dict[str, str] | None, timeout: float
+):
+    """`nc.request`, after checking the whole message against the server's `max_payload`
+    (read at each try: a reconnect may reach a server with another limit)."""
+    check_size(nc.max_payload, subject, data, headers)
+    return await nc.request(subject, data, timeout=timeout, headers=headers)
+
+
+def check_size(
+    max_payload: int, subject: str, data: bytes, headers: Mapping[str, str] | None
+) -> None:
+    """Refuses a message the server would refuse for its size, before it is sent.
+
+    The server counts payload + header block against `max_payload` (`HPUB`'s total size)
+    and answers a larger message by closing the connection, which cuts off every other
+    user of it; nats-py checks the payload alone. A message of exactly `max_payload` bytes
+    is accepted.
+
+    Raises:
+        InvalidArgumentError: payload + headers exceed `max_payload`.
+    """
+    header_size = header_block_size(headers)
+    total = len(data) + header_size
+    if total > max_payload:
+        raise InvalidArgumentError(
+            f"cannot publish to {subject!r}: the message is payload {len(data)} + headers "
+            f"{header_size} = {total} bytes, more than the server's max_payload of "
+            f"{max_payload} bytes; nothing was sent. Send a smaller payload "
+            "(or fewer headers), raise the server's max_payload (`max_payload` in the "
+            "nats-server configuration), or store large payloads in the Object Store and "
+            "publish a reference to them"
+        )
+
+
 def publish(
     client: Session,
     subject: str,
@@ -164,7 +207,9 @@ def publish(
         Where the message was stored.
 
     Raises:
-        InvalidArgumentError: a bad subject, payload, header or expectation (before I/O).
+        InvalidArgumentError: a bad subject, payload, header or expectation (before I/O);
+            or payload + headers exceed the server's `max_payload` (nothing sent, the
+            connection kept).
         NoStreamForSubjectError: no stream captures `subject`.
         PublishExpectationError: an expectation was not met; nothing was stored.
         RequestTimeoutError: no acknowledgement in time, without a msg_id (publish again
@@ -210,7 +255,9 @@ def publish_batch(
         One acknowledgement per message, in input order.
 
     Raises:
-        InvalidArgumentError: a bad message or bound (all checked before any I/O).
+        InvalidArgumentError: a bad message or bound (all checked before any I/O), or a
+            message whose payload + headers exceed the server's `max_payload` (all checked
+            before the first publish: nothing of the batch was sent).
         JetStreamError: the error of the first failed message in input order, with a note
             saying how many messages were acknowledged.
     """
@@ -229,6 +276,15 @@ def publish_batch(
         batch.append((subject, bytes(data), outbound_headers(headers, None, Expectations())))
     if not batch:
         return []
+    max_payload = client.nc.max_payload
+    for index, (subject, data, headers) in enumerate(batch):
+        try:
+            check_size(max_payload, subject, data, headers)
+        except InvalidArgumentError as error:
+            error.add_note(
+                f"batch message {index} of {len(batch)} is too large; nothing of the batch was sent"
+            )
+            raise
     return client.run(
         _publish_window(client.nc, batch, max_in_flight, wait, Retrier(client)),
         what=f"publish a batch of {len(batch)} messages",

@@ -2,14 +2,19 @@
 
 from __future__ import annotations
 
+import asyncio
+
+import nats
 import pytest
 
-from resources.jetstream import PubAck, StreamSpec
+from resources.jetstream import EmbeddedNatsServer, JetStreamResource, PubAck, StreamSpec
 from resources.jetstream.errors import (
     InvalidArgumentError,
     NoStreamForSubjectError,
     PublishExpectationError,
 )
+from resources.jetstream.publishing import send
+from resources.jetstream.publishing.expectations import Expectations, outbound_headers
 
 
 @pytest.fixture
@@ -215,3 +220,203 @@ def test_publish_batch_of_nothing_returns_no_acks(js):
 def test_bad_batches_are_rejected_before_anything_is_sent(js, messages, max_in_flight):
     with pytest.raises(InvalidArgumentError):
         js.publish_batch(messages, max_in_flight=max_in_flight)
+
+
+# -- the server's max_payload counts payload + headers (issue 34) ----------------------------
+
+SMALL_MAX_PAYLOAD = 4096  # large enough for the JetStream API requests of these tests
+
+# Header sets and the header block nats-py writes for them, spelled out byte by byte (the
+# server counts these bytes with the payload against max_payload).
+HEADER_CASES = {
+    "no headers": ({}, b""),
+    "msg id": ({"msg_id": "x"}, b"NATS/1.0\r\nNats-Msg-Id: x\r\n\r\n"),
+    "msg id, expectations and headers": (
+        {
+            "headers": {"Content-Type": " application/json ", "Note": "two\r\nlines"},
+            "msg_id": "evt-1",
+            "expected_stream": "{stream}",
+            "expected_last_seq": 0,
+            "expected_last_subject_seq": 0,
+        },
+        b"NATS/1.0\r\n"
+        b"Content-Type: application/json\r\n"  # values are stripped
+        b"Note: two  lines\r\n"  # CR/LF in a value become spaces
+        b"Nats-Msg-Id: evt-1\r\n"
+        b"Nats-Expected-Stream: {stream}\r\n"
+        b"Nats-Expected-Last-Sequence: 0\r\n"
+        b"Nats-Expected-Last-Subject-Sequence: 0\r\n"
+        b"\r\n",
+    ),
+    "non-ASCII value": ({"headers": {"Name": "Grüße"}}, "NATS/1.0\r\nName: Grüße\r\n\r\n".encode()),
+}
+
+
+@pytest.fixture(scope="module")
+def small_server(tmp_path_factory):
+    """A nats-server of its own with a small max_payload, for this module."""
+    config = f"max_payload: {SMALL_MAX_PAYLOAD}"
+    with EmbeddedNatsServer(store_dir=tmp_path_factory.mktemp("small"), extra_config=config) as s:
+        yield s
+
+
+@pytest.fixture
+def small_js(small_server):
+    """A client of the small server, closed after the test."""
+    resource = JetStreamResource(servers=small_server.url, connect_timeout=5, request_timeout=5)
+    with resource.client() as client:
+        assert client.nc.max_payload == SMALL_MAX_PAYLOAD
+        yield client
+
+
+@pytest.fixture
+def small_stream(small_js, unique_name):
+    """A stream on the small server capturing `<name>.>`, deleted after the test."""
+    small_js.streams.add(StreamSpec(name=unique_name, subjects=(f"{unique_name}.>",)))
+    yield unique_name
+    small_js.streams.delete(unique_name)
+
+
+def sized(case: str, stream: str, over: int) -> tuple[dict, bytes, int]:
+    """The publish options of `case`, a payload making the message `max_payload + over`
+    bytes in all, and the size of the header block."""
+    options, block = HEADER_CASES[case]
+    options = {k: v.format(stream=stream) if isinstance(v, str) else v for k, v in options.items()}
+    block = block.replace(b"{stream}", stream.encode())
+    return options, b"p" * (SMALL_MAX_PAYLOAD + over - len(block)), len(block)
+
+
+def assert_connection_kept(js, stream, seq):
+    """The same client still publishes and reads: its connection was not closed."""
+    assert js.is_connected
+    assert js.publish(f"{stream}.after", b"after").seq == seq
+    assert stored(js, stream)[-1].data == b"after"
+
+
+@pytest.mark.parametrize("case", list(HEADER_CASES))
+def test_message_of_exactly_max_payload_with_headers_is_sent_and_stored(
+    small_js, small_stream, case
+):
+    options, payload, _ = sized(case, small_stream, over=0)
+
+    ack = small_js.publish(f"{small_stream}.a", payload, **options)
+
+    assert ack.seq == 1
+    [message] = stored(small_js, small_stream)
+    assert message.data == payload
+    assert_connection_kept(small_js, small_stream, seq=2)
+
+
+@pytest.mark.parametrize("case", list(HEADER_CASES))
+def test_message_one_byte_over_max_payload_is_refused_before_sending_and_keeps_the_connection(
+    small_js, small_stream, case
+):
+    options, payload, header_size = sized(case, small_stream, over=1)
+    subject = f"{small_stream}.a"
+
+    with pytest.raises(InvalidArgumentError) as raised:
+        small_js.publish(subject, payload, **options)
+
+    message = str(raised.value)
+    assert f"cannot publish to '{subject}'" in message
+    total = SMALL_MAX_PAYLOAD + 1
+    assert f"payload {len(payload)} + headers {header_size} = {total} bytes" in message
+    assert f"server's max_payload of {SMALL_MAX_PAYLOAD} bytes" in message
+    assert "Object Store" in message
+    assert small_js.streams.info(small_stream).messages == 0
+    assert_connection_kept(small_js, small_stream, seq=1)
+
+
+@pytest.mark.parametrize("case", list(HEADER_CASES))
+def test_without_the_check_the_server_closes_the_connection_one_byte_over(
+    small_server, small_js, small_stream, case
+):
+    """Without the check (nats-py directly), the server counts exactly the sizes above: it
+    answers the message one byte over by closing the connection, and logs both sizes."""
+    options, payload, _ = sized(case, small_stream, over=1)
+    headers = outbound_headers(
+        options.get("headers"),
+        options.get("msg_id"),
+        Expectations(
+            stream=options.get("expected_stream"),
+            last_seq=options.get("expected_last_seq"),
+            last_subject_seq=options.get("expected_last_subject_seq"),
+        ),
+    )
+
+    async def publish_unchecked() -> tuple[bool, str]:
+        nc = await nats.connect(small_server.url, allow_reconnect=False)
+        nc._max_payload += 1  # past nats-py's own check (of the payload alone)
+        try:
+            await nc.publish(f"{small_stream}.a", payload, headers=headers)
+            for _ in range(100):  # until the server closes the connection (at most 5 s)
+                if nc.is_closed:
+                    break
+                await asyncio.sleep(0.05)
+            return nc.is_closed, str(nc.last_error)
+        finally:
+            await nc.close()
+
+    logged = f"maximum payload exceeded: {SMALL_MAX_PAYLOAD + 1} vs {SMALL_MAX_PAYLOAD}"
+    before = small_server.log_path.read_text().count(logged)
+
+    closed, error = asyncio.run(publish_unchecked())
+
+    assert closed
+    assert "maximum payload violation" in error.lower()  # what the client is told
+    assert small_server.log_path.read_text().count(logged) == before + 1
+    assert small_js.streams.info(small_stream).messages == 0
+
+
+def test_empty_headers_still_send_a_header_block_that_counts(small_js, small_stream):
+    """`request_publish` (the path every publish takes) with `{}`: nats-py sends an HPUB with
+    the 12-byte block "NATS/1.0\\r\\n\\r\\n"."""
+    subject = f"{small_stream}.a"
+
+    def request(payload: bytes) -> PubAck:
+        coro = send.request_publish(small_js.nc, subject, payload, {}, timeout=5)
+        return small_js.run(coro, what=f"publish to {subject!r}")
+
+    with pytest.raises(InvalidArgumentError, match=r"payload 4085 \+ headers 12 = 4097 bytes"):
+        request(b"p" * (SMALL_MAX_PAYLOAD - 11))
+    assert request(b"p" * (SMALL_MAX_PAYLOAD - 12)).seq == 1
+    assert_connection_kept(small_js, small_stream, seq=2)
+
+
+def test_batch_with_one_oversized_message_sends_nothing_and_keeps_the_connection(
+    small_js, small_stream
+):
+    subject = f"{small_stream}.a"
+    block = len(b"NATS/1.0\r\nNats-Msg-Id: id-2\r\n\r\n")
+    batch = [(subject, b"%d" % i, {"Nats-Msg-Id": f"id-{i}"}) for i in range(5)]
+    batch[2] = (subject, b"p" * (SMALL_MAX_PAYLOAD + 1 - block), {"Nats-Msg-Id": "id-2"})
+
+    with pytest.raises(InvalidArgumentError) as raised:
+        small_js.publish_batch(batch, max_in_flight=2)
+
+    assert f"headers {block} = {SMALL_MAX_PAYLOAD + 1} bytes" in str(raised.value)
+    notes = " ".join(getattr(raised.value, "__notes__", []))
+    assert "batch message 2 of 5 is too large; nothing of the batch was sent" in notes
+    assert small_js.streams.info(small_stream).messages == 0
+
+    batch[2] = (subject, b"p" * (SMALL_MAX_PAYLOAD - block), {"Nats-Msg-Id": "id-2"})
+    assert [a.seq for a in small_js.publish_batch(batch, max_in_flight=2)] == [1, 2, 3, 4, 5]
+    assert [len(m.data) for m in stored(small_js, small_stream)][2] == SMALL_MAX_PAYLOAD - block
+    assert_connection_kept(small_js, small_stream, seq=6)
+
+
+def test_issue_34_one_mib_payload_with_a_msg_id_is_refused_on_the_default_server(js, stream):
+    subject = f"{stream}.deleted"
+
+    with pytest.raises(InvalidArgumentError) as raised:
+        js.publish(subject, b"m" * 1_048_576, msg_id="x")
+
+    assert "payload 1048576 + headers 28 = 1048604 bytes" in str(raised.value)
+    assert "max_payload of 1048576 bytes" in str(raised.value)
+    assert js.publish(subject, b"m" * (1_048_576 - 28), msg_id="x").seq == 1
+    assert_connection_kept(js, stream, seq=2)
+
+
+def test_header_names_nats_py_would_refuse_are_rejected_before_io(js):
+    with pytest.raises(InvalidArgumentError, match="not a valid NATS header name"):
+        js.publish("orders.x", b"x", headers={"Bad Name": "v"})
