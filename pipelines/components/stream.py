@@ -52,6 +52,10 @@ from assets.aggregates import build_aggregate_asset
 from assets.automation import AFTER_UPSTREAM_CHECKS, AFTER_UPSTREAM_COMMITS
 from assets.bronze import bronze_asset_key
 from assets.contract_silver import build_contract_silver_asset
+from pipelines.components.errors import (  # the error, also importable from here
+    ComponentDeclarationError as ComponentDeclarationError,
+)
+from pipelines.components.errors import DeclarationSite
 from pipelines.components.models import AggregateModel, EnvelopeModel, IngestModel, StreamModel
 from pipelines.components.scaffold import JetStreamStreamScaffolder
 from pipelines.contract import (
@@ -90,6 +94,8 @@ class LoadedSilver:
 
 # Stream name -> its silver, filled as components load.
 LOADED: dict[str, LoadedSilver] = {}
+# The attributes that declare a contract, one at most.
+CONTRACT_FORMS = ("contract", "contract_file", "asyncapi_file")
 
 
 @scaffold_with(JetStreamStreamScaffolder)
@@ -198,51 +204,68 @@ class JetStreamStream(Component, Model, Resolvable):
             )
         return {n: self.on_schema_change_by_event.get(n, self.on_schema_change) for n in names}
 
-    def read_contract(self, directory: Path) -> Contract | None:
+    def read_contract(
+        self, directory: Path, site: DeclarationSite | None = None
+    ) -> Contract | None:
         """The declared contract (None without one), read relative to `directory`, the
         component's folder (an inline contract is read from its `defs.yaml`, so errors name
         the line).
 
+        Args:
+            directory: the component's folder.
+            site: where the component is declared, for errors (default: the defs.yaml in
+                `directory`).
+
         Raises:
-            ContractError: naming the file, line and path of the first problem.
-            ValueError: more than one form of the contract is given.
+            ComponentDeclarationError: more than one form of the contract is given, its file
+                is not there, or it is broken: naming the defs.yaml and the line of the
+                attribute, and for a broken contract the file, line and path of its first
+                problem.
         """
-        given = [
-            name
-            for name in ("contract", "contract_file", "asyncapi_file")
-            if getattr(self, name) is not None
-        ]
+        site = site or DeclarationSite.in_folder(directory)
+        given = [name for name in CONTRACT_FORMS if getattr(self, name) is not None]
         if len(given) > 1:
-            raise ValueError(
-                f"stream {self.stream.name!r}: give one of contract, contract_file and "
-                f"asyncapi_file, not {' and '.join(given)}"
+            both = " and ".join(
+                name if site.line_of((name,)) is None else f"{name} (line {site.line_of((name,))})"
+                for name in given
             )
-        if self.contract is not None:
-            defs_yaml = directory / "defs.yaml"
-            if defs_yaml.is_file():
-                return read_contract(defs_yaml, at=("attributes", "contract"))
-            return contract_from_dict(self.contract, source=f"stream {self.stream.name} contract")
-        if self.contract_file is not None:
-            return read_contract(directory / self.contract_file)
-        if self.asyncapi_file is not None:
+            raise site.error(
+                f"the contract is declared {len(given)} times, by {both}; keep one of "
+                f"{', '.join(CONTRACT_FORMS)}",
+                (given[-1],),
+            )
+        if not given:
+            return None
+        form = given[0]
+        if form != "contract" and not (directory / getattr(self, form)).is_file():
+            raise site.missing_file(form, getattr(self, form))
+        derived = self._derived(directory, site) if form == "asyncapi_file" else None
+        with site.blames((form,), self.stream.name):
+            if form == "contract":
+                if site.defs_yaml.is_file():
+                    return read_contract(site.defs_yaml, at=("attributes", "contract"))
+                return contract_from_dict(
+                    self.contract, source=f"stream {self.stream.name} contract"
+                )
+            if form == "contract_file":
+                return read_contract(directory / self.contract_file)
             envelope = self.envelope or EnvelopeModel()
             return read_asyncapi(
                 directory / self.asyncapi_file,
                 stream=self.stream.name,
                 envelope=Envelope(envelope.event_type, envelope.event_id, envelope.event_time),
                 tables=self.tables,
-                derived=self._derived(directory),
+                derived=derived,
             )
-        return None
 
-    def _derived(self, directory: Path) -> dict | None:
+    def _derived(self, directory: Path, site: DeclarationSite) -> dict | None:
         """`derived`, read from the defs.yaml (so errors name its line) when there is one."""
         if self.derived is None:
             return None
-        defs_yaml = directory / "defs.yaml"
-        if defs_yaml.is_file():
-            return read_derived(defs_yaml, at=("attributes", "derived"))
-        return derived_from_dict(self.derived, source=f"stream {self.stream.name} derived")
+        with site.blames(("derived",), self.stream.name):
+            if site.defs_yaml.is_file():
+                return read_derived(site.defs_yaml, at=("attributes", "derived"))
+            return derived_from_dict(self.derived, source=f"stream {self.stream.name} derived")
 
     def quarantine(self) -> str:
         """The quarantine's table: `quarantine_table`, else `quarantine/<stream lower>`."""
@@ -262,10 +285,7 @@ class JetStreamStream(Component, Model, Resolvable):
                 DEFAULT_REPLAY_BUCKET,
                 KeyValueSpec(DEFAULT_REPLAY_BUCKET, history=10, replicas=stream.replicas),
             )
-        has_contract = any(
-            getattr(self, name) is not None
-            for name in ("contract", "contract_file", "asyncapi_file")
-        )
+        has_contract = any(getattr(self, name) is not None for name in CONTRACT_FORMS)
         objects = ()
         if has_contract and self.artifacts_bucket is not None:
             objects = (
@@ -286,35 +306,46 @@ class JetStreamStream(Component, Model, Resolvable):
         """The stream's Definitions, with the project's resources.
 
         Raises:
-            ContractError: the contract is broken (it names the file, line and path).
-            ComponentDeclarationError: the stream or an ingest is declared wrong (it names
-                the defs.yaml and the stream).
+            ComponentDeclarationError: something is declared wrong (the contract, the stream,
+                an ingest, ...): naming the defs.yaml, the line of the attribute that led to it
+                and, for a broken contract, the contract's file, line and path; Dagster prints
+                it without a traceback (`pipelines.components.errors`).
         """
-        contract = self.read_contract(context.path)  # a broken one fails, with its place
-        try:
+        site = DeclarationSite.of(context)
+        contract = self.read_contract(context.path, site)  # a broken one fails, with its place
+        name = self.stream.name
+        with site.blames(("stream",), name):
             stream = self.stream.spec()
-            ingests = [ingest.ingest(stream) for ingest in self.ingests]
-            silver = [] if contract is None else [self.silver_asset(contract, ingests)]
-            jobs = [] if contract is None else [self.rejudge_job(contract, ingests)]
-            if silver and self.silver_in_ingest_run:
-                source = self._silver_source(ingests).spec.name
+        ingests = []
+        for index, declared in enumerate(self.ingests):
+            with site.blames(("ingests", index), name):
+                ingests.append(declared.ingest(stream))
+        if not ingests:
+            raise site.error(f"stream {name!r}: declare at least one ingest", ("ingests",))
+        silver, jobs = [], []
+        if contract is not None:
+            with site.blames(("on_schema_change_by_event",), name):
+                policy = self.schema_policy(contract)
+            with site.blames(("silver_from",), name):
+                source = self._silver_source(ingests).spec
+            with site.blames(("quarantine_table",), name):
+                self._check_quarantine(contract)
+            with site.blames((self._contract_form(),), name):
+                silver = [self.silver_asset(contract, ingests)]
+                jobs = [self.rejudge_job(contract, ingests)]
+            if self.silver_in_ingest_run:
                 keys = tuple(sorted(silver[0].keys, key=AssetKey.to_user_string))
                 ingests = [
-                    replace(i, same_run=keys) if i.spec.name == source else i for i in ingests
+                    replace(i, same_run=keys) if i.spec.name == source.name else i for i in ingests
                 ]
+        with site.blames(("ingests",), name):
             stream_defs = build_stream_defs(stream, ingests)
+        with site.blames(("aggregates",), name):
             gold = self.aggregate_assets(contract)
-            if contract is not None:
+        if contract is not None:
+            with site.blames((self._contract_form(),), name):
                 self.report_schema_changes(contract)
-                source = self._silver_source(ingests).spec
-                LOADED[self.stream.name] = LoadedSilver(
-                    contract, source, self.quarantine(), self.schema_policy(contract)
-                )
-        except ValueError as error:
-            what = str(error)
-            if not what.startswith("stream "):
-                what = f"stream {self.stream.name!r}: {what}"
-            raise ComponentDeclarationError(f"{context.path / 'defs.yaml'}: {what}") from error
+            LOADED[name] = LoadedSilver(contract, source, self.quarantine(), policy)
         executor = in_process_executor if self.in_process else None
         return Definitions.merge(
             stream_defs,
@@ -390,14 +421,7 @@ class JetStreamStream(Component, Model, Resolvable):
                 another table of the stream.
         """
         source = self._silver_source(ingests)
-        quarantine = self.quarantine()
-        taken = {i.table: f"ingest {i.name!r}" for i in self.ingests}
-        taken.update({e.table: f"event type {e.name!r}" for e in contract.event_types})
-        if quarantine in taken:
-            raise ValueError(
-                f"quarantine_table {quarantine!r} is the table of {taken[quarantine]}; give "
-                "the quarantine a table of its own"
-            )
+        quarantine = self._check_quarantine(contract)
         return build_contract_silver_asset(
             contract,
             source.spec,
@@ -408,6 +432,26 @@ class JetStreamStream(Component, Model, Resolvable):
             automation_condition=AFTER_UPSTREAM_COMMITS if self.automate else None,
             policy=self.schema_policy(contract),
         )
+
+    def _check_quarantine(self, contract: Contract) -> str:
+        """The quarantine's table (`quarantine()`).
+
+        Raises:
+            ValueError: it is another table of the stream.
+        """
+        quarantine = self.quarantine()
+        taken = {i.table: f"ingest {i.name!r}" for i in self.ingests}
+        taken.update({e.table: f"event type {e.name!r}" for e in contract.event_types})
+        if quarantine in taken:
+            raise ValueError(
+                f"quarantine_table {quarantine!r} is the table of {taken[quarantine]}; give "
+                "the quarantine a table of its own"
+            )
+        return quarantine
+
+    def _contract_form(self) -> str:
+        """The attribute that declares the contract: contract, contract_file or asyncapi_file."""
+        return next(name for name in CONTRACT_FORMS if getattr(self, name) is not None)
 
     def rejudge_job(self, contract: Contract, ingests: list[BronzeIngest]) -> JobDefinition:
         """`rejudge_<stream lower>`: the job of `jsl quarantine retry` and `jsl silver
@@ -430,7 +474,3 @@ class JetStreamStream(Component, Model, Resolvable):
         if name not in by_name:
             raise ValueError(f"silver_from {name!r} names no ingest; declared: {sorted(by_name)!r}")
         return by_name[name]
-
-
-class ComponentDeclarationError(ValueError):
-    """A `defs.yaml` declares something the project refuses; the message names the file."""

@@ -37,6 +37,12 @@ _JSON_SCHEMA_FORMATS = re.compile(
     r"^application/(schema\+json|schema\+yaml|vnd\.aai\.asyncapi(\+json|\+yaml)?)(;.*)?$"
 )
 _PARAMETER = re.compile(r"\{[^}]*\}")
+# The payload formats read, for the error that names another one.
+SCHEMA_FORMAT_HELP = (
+    "application/schema+json or application/schema+yaml (with a ;version=... or not), "
+    "application/vnd.aai.asyncapi, application/vnd.aai.asyncapi+json or "
+    "application/vnd.aai.asyncapi+yaml, or no schemaFormat"
+)
 
 
 def read_asyncapi(
@@ -198,8 +204,8 @@ def _payload(reader: SchemaReader, message: Mapping, at: At) -> tuple[Any, At]:
         schema_format = payload["schemaFormat"]
         if not isinstance(schema_format, str) or not _JSON_SCHEMA_FORMATS.match(schema_format):
             raise reader.fail(
-                f"schemaFormat {schema_format!r} is not JSON Schema; the contract "
-                "reads JSON Schema payloads only",
+                f"schemaFormat {schema_format!r} is not JSON Schema; the contract reads JSON "
+                f"Schema payloads only: use {SCHEMA_FORMAT_HELP}",
                 (*at, "payload", "schemaFormat"),
             )
         return payload.get("schema"), (*at, "payload", "schema")

@@ -55,7 +55,8 @@ _SIMPLE_SPARK = {
     TypeKind.TIMESTAMP: "timestamp",
     TypeKind.DATE: "date",
 }
-_TYPE_HELP = (
+# The types a contract may write, for errors that name an unknown one (every form says the same).
+TYPE_HELP = (
     "string, integer, long, double, boolean, date, decimal(p,s), timestamp, "
     "timestamp(iso8601|epoch_seconds|epoch_millis), struct, array<T> or map<T>"
 )
@@ -204,7 +205,7 @@ def parse_type(text: str, *, fields: tuple[StructMember, ...] = ()) -> FieldType
 
 def _parse(text: str, fields: tuple[StructMember, ...]) -> FieldType:
     if not isinstance(text, str):
-        raise ContractError(f"a type is text such as 'long', got {text!r}; use {_TYPE_HELP}")
+        raise ContractError(f"a type is text such as 'long', got {text!r}; use {TYPE_HELP}")
     spec = text.strip().lower()
     generic = _GENERIC.match(spec)
     if generic:
@@ -229,7 +230,7 @@ def _parse(text: str, fields: tuple[StructMember, ...]) -> FieldType:
             TypeKind.TIMESTAMP, encoding=TimestampEncoding(args.strip()) if args else None
         )
     if args is not None or name not in set(TypeKind) or name in ("array", "map"):
-        raise ContractError(f"unknown type {text!r}; use {_TYPE_HELP}")
+        raise ContractError(f"unknown type {text!r}; use {TYPE_HELP}")
     if name == "struct":
         return FieldType(TypeKind.STRUCT, fields=fields)
     return FieldType(TypeKind(name))

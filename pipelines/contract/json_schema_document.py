@@ -35,6 +35,7 @@ _KEYWORD_OF = {
     "severity": "x-jsl-severity",
     "column": "x-jsl-column",
     "severities": "x-jsl-severities",
+    "unknown_fields": "x-jsl-unknown-fields",
 }
 
 

@@ -9,13 +9,23 @@ from collections.abc import Iterator, Mapping
 from typing import Any
 
 from pipelines.contract import constraints as c
-from pipelines.contract.datatypes import FieldType, TypeKind, parse_type
+from pipelines.contract.datatypes import TYPE_HELP, FieldType, TypeKind, parse_type
 from pipelines.contract.json_schema_document import At, SchemaDocument
 from pipelines.contract.model import Field
 
 _SCALARS = {"string": TypeKind.STRING, "number": TypeKind.DOUBLE, "boolean": TypeKind.BOOLEAN}
 _FORMATS = {"date-time": TypeKind.TIMESTAMP, "date": TypeKind.DATE}
 _INTEGER_FORMATS = {None: TypeKind.LONG, "int64": TypeKind.LONG, "int32": TypeKind.INTEGER}
+# The keywords that make a constraint, for errors that ask for one.
+CONSTRAINT_KEYWORDS = (
+    "minimum", "maximum", "pattern", "enum", "const", "maxLength", "format",
+    "x-jsl-not-in-future",
+)  # fmt: skip
+# The JSON Schema types read, for errors that name an unknown one (as the YAML form's list).
+JSON_TYPE_HELP = (
+    'string, integer, number, boolean, object or array (or one of them and "null", e.g. '
+    '[string, "null"]), or x-jsl-type with a contract type: ' + TYPE_HELP
+)
 
 
 class SchemaFields(SchemaDocument):
@@ -86,7 +96,9 @@ class SchemaFields(SchemaDocument):
             kinds = [k for k in kind if k != "null"]
             if len(kinds) != 1:
                 raise self.fail(
-                    f"type {kind!r}: only one type (or one and null) is supported", (*at, "type")
+                    f"type {kind!r}: only one type (or one and null) is supported; use "
+                    f"{JSON_TYPE_HELP}",
+                    (*at, "type"),
                 )
             kind = kinds[0]
         if kind is None:
@@ -95,7 +107,7 @@ class SchemaFields(SchemaDocument):
             elif "enum" in schema or "const" in schema:
                 kind = "string"
             else:
-                raise self.fail("the schema has no type; add one, or x-jsl-type", at)
+                raise self.fail(f"the schema has no type; add one: {JSON_TYPE_HELP}", at)
         fmt = schema.get("format")
         if kind == "string":
             if fmt in _FORMATS:
@@ -115,7 +127,11 @@ class SchemaFields(SchemaDocument):
             return FieldType(_INTEGER_FORMATS[fmt])
         if kind in _SCALARS:
             if fmt not in (None, "float", "double"):
-                raise self.fail(f"unsupported format {fmt!r} for {kind}", (*at, "format"))
+                raise self.fail(
+                    f"unsupported format {fmt!r} for {kind}; supported: float, double (or no "
+                    "format), or set x-jsl-type",
+                    (*at, "format"),
+                )
             return FieldType(_SCALARS[kind])
         if kind == "array":
             if not isinstance(schema.get("items"), Mapping):
@@ -134,7 +150,7 @@ class SchemaFields(SchemaDocument):
                 "(a map), or x-jsl-type",
                 at,
             )
-        raise self.fail(f"unsupported type {kind!r}", (*at, "type"))
+        raise self.fail(f"unsupported type {kind!r}; use {JSON_TYPE_HELP}", (*at, "type"))
 
     def constraints(self, schema: Mapping, at: At, field_type: FieldType) -> tuple:
         found: list[tuple[type[c.Constraint], dict[str, Any]]] = []
@@ -168,19 +184,24 @@ class SchemaFields(SchemaDocument):
         value = schema.get(f"x-jsl-{key}")
         if value is None:
             return {}
+        add = (
+            f"add one ({', '.join(CONSTRAINT_KEYWORDS)}) or remove x-jsl-{key}"
+            if not kinds
+            else f"write {{<kind>: ...}} with kind in {kinds}"
+        )
         if isinstance(value, Mapping):
             unknown = set(value) - set(kinds)
             if unknown:
                 raise self.fail(
                     f"x-jsl-{key} names {sorted(unknown)}, but this property's "
-                    f"constraints are {kinds}",
+                    f"constraints are {kinds or 'none'}; {add}",
                     (*at, f"x-jsl-{key}"),
                 )
             return dict(value)
         if len(kinds) != 1:
             raise self.fail(
                 f"x-jsl-{key} as text needs exactly one constraint, this property "
-                f"has {kinds}; write {{<kind>: ...}} with kind in {kinds}",
+                f"has {kinds or 'none'}; {add}",
                 (*at, f"x-jsl-{key}"),
             )
         return {kinds[0]: value}

@@ -198,7 +198,7 @@ class _Reader:
         for key in value:
             if allowed is not None and key not in allowed:
                 raise self.fail(
-                    f"unknown key {key!r}; allowed keys here: {', '.join(allowed)}",
+                    f"unknown key {key!r}; allowed keys here: {', '.join(allowed) or 'none'}",
                     (*path, key),
                 )
             if allowed is None and not isinstance(key, str):
@@ -314,16 +314,27 @@ class _Reader:
     def rule_names(self, spec: Mapping, kinds: list[str], at: At) -> dict[str, dict[str, Any]]:
         if "rules" in spec and ("rule" in spec or "severity" in spec):
             raise self.fail("use either `rule`/`severity` or `rules`, not both", (*at, "rules"))
+        add = f"add a constraint ({', '.join((*CONSTRAINT_KEYS, 'not_in_future'))})"
         if "rule" in spec or "severity" in spec:
             if len(kinds) != 1:
                 key = "rule" if "rule" in spec else "severity"
+                fix = (
+                    f"{add} or remove `{key}`"
+                    if not kinds
+                    else "use `rules: {<kind>: {name: ..., severity: ...}}` instead"
+                )
                 raise self.fail(
                     f"`{key}` names the rule of a field's only constraint, and this field has "
-                    f"{len(kinds)} ({', '.join(kinds) or 'none'}); use `rules: {{<kind>: "
-                    "{name: ..., severity: ...}}` instead",
+                    f"{len(kinds)} ({', '.join(kinds) or 'none'}); {fix}",
                     (*at, key),
                 )
             return {kinds[0]: _present(rule=spec.get("rule"), severity=spec.get("severity"))}
+        if spec.get("rules") and not kinds:
+            raise self.fail(
+                f"`rules` names the rules of the field's constraints, and this field has none; "
+                f"{add} or remove `rules`",
+                (*at, "rules"),
+            )
         names = {}
         for kind, value in self.mapping(spec.get("rules"), (*at, "rules"), tuple(kinds)).items():
             if isinstance(value, str):

@@ -143,7 +143,7 @@ BROKEN = {
     ),
     "an invalid subject": (
         lambda a: a["stream"].update(subjects=["orders..placed"]),
-        ["orders/defs.yaml: stream 'ORDERS': invalid subject 'orders..placed': use dot-separated"],
+        ["defs.yaml:3: attributes.stream: stream 'ORDERS': invalid subject 'orders..placed'"],
     ),
     "an unknown column type in the contract": (
         lambda a: a["contract"]["events"]["ExampleEvent"]["fields"]["data.name"].update(
@@ -153,7 +153,7 @@ BROKEN = {
     ),
     "a table used twice": (
         lambda a: a["ingests"].append({**a["ingests"][0], "name": "copy", "durable": "copy"}),
-        ["orders/defs.yaml: stream 'ORDERS': two ingests share the table 'bronze/orders_events'"],
+        ["defs.yaml:7: attributes.ingests: stream 'ORDERS': two ingests share the table 'bronze/"],
     ),
     "a contract file that is not there": (
         lambda a: (a.pop("contract"), a.update(contract_file="missing.yaml")),

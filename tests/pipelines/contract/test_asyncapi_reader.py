@@ -6,6 +6,7 @@ import pytest
 import yaml
 
 from pipelines.contract import ContractError, Envelope, contract_from_asyncapi, read_asyncapi
+from pipelines.contract.datatypes import TYPE_HELP
 
 ORDERS = Path(__file__).parent / "fixtures" / "orders.asyncapi.yaml"
 ENVELOPE = Envelope(event_type="eventType", event_id="eventId", event_time="occurredAt")
@@ -159,5 +160,29 @@ def test_x_jsl_severities_elsewhere_or_wrong_fail_with_the_json_pointer(tmp_path
     with pytest.raises(ContractError) as raised:
         read(document)
     assert "OrderPlaced/x-jsl-severities: x-jsl-severities is read only at the document's root" in (
+        str(raised.value)
+    )
+
+
+def test_an_unsupported_payload_type_or_format_lists_what_is_supported(tmp_path, document):
+    schemas = document["components"]["schemas"]
+    schemas["OrderPlaced"]["properties"]["data"]["properties"]["customerId"] = {"type": "varchar"}
+
+    error, where = read_file_error(tmp_path, document, "varchar")
+
+    assert error.startswith(
+        f"{where}: #/components/schemas/OrderPlaced/properties/data/properties/customerId/type: "
+        "unsupported type 'varchar'; use string, integer, number, boolean, object or array"
+    )
+    assert error.endswith(f"or x-jsl-type with a contract type: {TYPE_HELP}")
+    message = document["components"]["messages"]["OrderShipped"]
+    message["payload"]["schemaFormat"] = "application/vnd.apache.avro;version=1.9.0"
+    schemas["OrderPlaced"]["properties"]["data"]["properties"]["customerId"] = {"type": "string"}
+    with pytest.raises(ContractError) as raised:
+        read(document)
+    assert "payload/schemaFormat: schemaFormat 'application/vnd.apache.avro;version=1.9.0'" in (
+        str(raised.value)
+    )
+    assert "JSON Schema payloads only: use application/schema+json or application/schema+yaml" in (
         str(raised.value)
     )

@@ -22,6 +22,7 @@ from pipelines.contract import (
     contract_from_json_schemas,
     read_json_schemas,
 )
+from pipelines.contract.datatypes import TYPE_HELP
 
 ENVELOPE = Envelope(event_type="eventType", event_id="eventId")
 
@@ -308,3 +309,36 @@ def test_two_schemas_giving_a_built_in_rule_different_severities_fail():
     assert "schemas[b]: #/x-jsl-severities/event_id_unique: event_id_unique is quarantine" in str(
         raised.value
     )
+
+
+@pytest.mark.parametrize(
+    ("prop", "where", "message"),
+    [
+        ({"type": "float"}, "x/type", "unsupported type 'float'; use string, integer, number"),
+        ({"type": ["string", "integer"]}, "x/type", "type ['string', 'integer']: only one"),
+        ({"description": "no type"}, "x", "the schema has no type; add one: string, integer"),
+    ],
+)
+def test_an_unknown_type_lists_the_schema_types_and_the_contract_types(prop, where, message):
+    text = error({"x": prop})
+
+    assert f"#/properties/data/properties/{where}: {message}" in text
+    assert 'boolean, object or array (or one of them and "null"' in text
+    assert text.endswith(f"or x-jsl-type with a contract type: {TYPE_HELP}")
+
+
+def test_an_unsupported_keyword_or_format_lists_what_is_supported():
+    keyword = error({"x": {"type": "string", "minLength": 1}})
+    number = error({"x": {"type": "number", "format": "decimal"}})
+    rule = error({"x": {"type": "string", "x-jsl-rule": {"range": "r"}}})
+
+    assert "the contract maps only $ref, additionalProperties, const, enum, format" in keyword
+    assert "x-jsl-unknown-fields" in keyword
+    assert "unsupported format 'decimal' for number; supported: float, double" in number
+    assert "constraints are none; add one (minimum, maximum, pattern, enum, const" in rule
+
+
+def test_an_unknown_x_jsl_unknown_fields_names_its_keyword_and_the_choices():
+    text = error({"x": {"type": "string"}}, **{"x-jsl-unknown-fields": "drop"})
+
+    assert "#/x-jsl-unknown-fields: unknown_fields is one of keep, ignore, reject" in text

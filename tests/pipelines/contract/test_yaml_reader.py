@@ -414,3 +414,14 @@ def test_derived_columns_from_a_mapping_take_the_long_form_and_name_their_source
         derived_from_dict(
             {"E": {"b": {"expression": "y", "type": "lng"}}}, source="stream S derived"
         )
+
+
+@pytest.mark.parametrize("key", ["rule", "severity", "rules"])
+def test_a_rule_name_or_severity_on_a_field_without_a_constraint_says_to_add_one(key):
+    value = {"range": "r"} if key == "rules" else "warn"
+
+    text = error(one_event({"data.x": {"type": "long", key: value}}))
+
+    assert f"c.yaml: events.E.fields['data.x'].{key}: `{key}` names the rule" in text
+    assert "add a constraint (minimum, maximum, pattern, enum, max_length, format" in text
+    assert f"not_in_future) or remove `{key}`" in text
