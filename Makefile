@@ -11,6 +11,9 @@ PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.installed
 EVENTS ?= 1000
 PYTEST_ARGS ?=
+# The suite runs on two pytest-xdist workers, a test file (a group: tests/conftest.py) to a
+# worker, so its module fixtures are set up once; TEST_WORKERS=0 runs it in this one process.
+TEST_WORKERS ?= 2
 
 .PHONY: setup browser interop demo test dev lint bench clean lock
 
@@ -43,7 +46,7 @@ tests/interop/node_modules/.package-lock.json: tests/interop/package-lock.json
 	 echo "npm is missing: the nats.js interop tests will skip"
 
 test: setup browser interop
-	$(PY) -m pytest $(PYTEST_ARGS)
+	$(PY) -m pytest -n $(TEST_WORKERS) --dist loadgroup $(PYTEST_ARGS)
 
 dev: setup
 	$(PY) -m pipelines.cli dev
@@ -60,4 +63,4 @@ clean:
 
 lock: $(STAMP)
 	@echo "# Versions known to resolve together (pip freeze of a working install); \`make lock\` rewrites it." > constraints.txt
-	$(PY) -m pip freeze --exclude-editable | grep -v '^jetstream-lakehouse' >> constraints.txt
+	$(PY) -m pip freeze --exclude-editable | grep -v '^dagster-jetstream' >> constraints.txt

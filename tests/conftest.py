@@ -8,6 +8,8 @@ rather than by server.
 
 from __future__ import annotations
 
+import json
+import os
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
@@ -15,6 +17,57 @@ from pathlib import Path
 import pytest
 
 from resources.jetstream import EmbeddedNatsServer, JetStreamClient, JetStreamResource
+
+# The tests' Spark JVMs (this process's, and those of the runs, children and servers they
+# start, which inherit the environment) compile with C1 only and collect with one thread: the
+# queries here are many and small, so C2's compilations and parallel GC threads only take the
+# two cores from the other worker. A JSL_SPARK_CONF already set wins.
+TEST_JVM_OPTIONS = "-XX:TieredStopAtLevel=1 -XX:+UseSerialGC"
+os.environ.setdefault(
+    "JSL_SPARK_CONF", json.dumps({"spark.driver.extraJavaOptions": TEST_JVM_OPTIONS})
+)
+
+# `make test` runs the suite on two xdist workers (`--dist loadgroup`): each group's tests run
+# on one worker, so module and session fixtures start once per group. A group is a test file,
+# but files that share a costly session fixture are one group (the UI's webserver).
+SHARED_GROUPS = {
+    "tests/ui/test_asset_graph.py": "tests/ui: the session's webserver",
+    "tests/ui/test_stream_observation.py": "tests/ui: the session's webserver",
+    "tests/ui/test_webserver.py": "tests/ui: the session's webserver",
+}
+# The slowest groups, slowest first (`--durations`, summed per file, in the last measured
+# run): handed out first, so that no worker starts one while the other is almost done.
+SLOW_FIRST = (
+    "tests/pipelines/cli/test_demo.py",
+    "tests/ui/test_cli.py",
+    "tests/pipelines/silver/test_rejudge.py",
+    "tests/pipelines/silver/test_rejudge_killed.py",
+    "tests/cluster/test_spark_connect.py",
+    "tests/pipelines/silver/test_evolution.py",
+    "tests/assets/test_contract_silver.py",
+    "tests/pipelines/components/test_orders_end_to_end.py",
+    "tests/ui: the session's webserver",
+    "tests/test_file_trash_end_to_end.py",
+    "tests/pipelines/silver/test_stage.py",
+    "tests/pipelines/wiring/test_maintenance.py",
+    "tests/assets/test_stage_with_nothing_new.py",
+    "tests/cluster/test_spark_standalone.py",
+    "tests/pipelines/ingest/test_crash_recovery.py",
+    "tests/test_install.py",
+)
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """Marks each test with its xdist group and puts the slowest groups first."""
+
+    def group(item: pytest.Item) -> str:
+        path = item.nodeid.split("::")[0]
+        return SHARED_GROUPS.get(path, path)
+
+    for item in items:
+        item.add_marker(pytest.mark.xdist_group(group(item)))
+    rank = {name: index for index, name in enumerate(SLOW_FIRST)}
+    items.sort(key=lambda item: rank.get(group(item), len(rank)))  # stable: else as collected
 
 
 @pytest.fixture(scope="session")
