@@ -74,9 +74,9 @@ PUBLISHERS = {
 
 
 def project_version() -> str:
-    """The installed version of `jetstream-lakehouse`, or 0.1.0 if it is not installed."""
+    """The installed version of `dagster-jetstream`, or 0.1.0 if it is not installed."""
     try:
-        return importlib.metadata.version("jetstream-lakehouse")
+        return importlib.metadata.version("dagster-jetstream")
     except importlib.metadata.PackageNotFoundError:
         return "0.1.0"
 
