@@ -1,15 +1,93 @@
-"""`LakehouseResource`: where the Delta tables live."""
+"""`LakehouseResource`: where the Delta tables live, and where the local state lives.
+
+The local state (the embedded NATS store, the demo's Dagster home, Spark's warehouse and
+metastore and, by default, the tables) is kept in one data directory: `LAKEHOUSE_DATA_DIR`,
+else `.data` in the root of the dg project being run, found from the working directory as
+`dg` finds it (`dg_project_root`), else `.data` in the working directory. Never under the
+installed package: deleting a virtualenv must not delete a lakehouse.
+
+`pipelines.settings` reads these from the environment for the code location and `jsl`; they
+live here, in the lowest layer, because `SparkResource` and `LakehouseResource` need them too.
+"""
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+import os
+from collections.abc import Iterable, Mapping
+from pathlib import Path
+from typing import Any
 
-from dagster import AssetsDefinition, AssetSpec, ConfigurableResource
+from dagster import AssetsDefinition, AssetSpec, ConfigurableResource, InitResourceContext
 from pydantic import Field
 
 # The metadata key of every asset that is a Delta table of the lakehouse: its table name
 # (relative to the root). Delta maintenance finds the tables to compact through it.
 TABLE_METADATA_KEY = "lakehouse/table"
+DATA_DIR_NAME = ".data"
+NO_DAGSTER_HOME = "none: runs are not kept"
+# The prefix of the temporary Dagster home that `dagster dev` and `dg launch` make in the
+# working directory when DAGSTER_HOME is unset (removed when the command exits).
+TEMPORARY_DAGSTER_HOME = ".tmp_dagster_home_"
+
+
+def dg_project_root(start: Path | str | None = None) -> Path:
+    """The root of the dg project that `start` (default: the working directory) is in, as `dg`
+    finds it: the nearest folder, `start` or an ancestor, holding a `dg.toml` or a
+    `pyproject.toml` with a `[tool.dg]` table (dagster_shared's `discover_config_file`, what
+    `dg launch` and `dg dev` use); `start` itself when there is none.
+
+    `dg dev` runs its code servers and their runs in that root, and `dg launch` runs in the
+    working directory, so a run and the `jsl` commands started in the project agree on it.
+    """
+    from dagster_shared.utils.config import discover_config_file
+
+    folder = Path(start if start is not None else Path.cwd()).absolute()
+    found = discover_config_file(folder)
+    return found.parent if found is not None else folder
+
+
+def default_data_dir(
+    environ: Mapping[str, str] | None = None, start: Path | str | None = None
+) -> Path:
+    """`LAKEHOUSE_DATA_DIR`, else `<dg project root>/.data` (`dg_project_root(start)`), else
+    `<working directory>/.data`; resolved to an absolute path.
+
+    Args:
+        environ: the environment (default: the process's).
+        start: where to look for the dg project (default: the working directory).
+    """
+    env = os.environ if environ is None else environ
+    if env.get("LAKEHOUSE_DATA_DIR"):
+        return Path(env["LAKEHOUSE_DATA_DIR"]).resolve()
+    return (dg_project_root(start) / DATA_DIR_NAME).resolve()
+
+
+def locations_line(data_dir: Path | str, tables: str, dagster_home: Path | str | None) -> str:
+    """The one line that says where a command's or a run's state goes, e.g.
+    `data: /p/.data (tables: /p/.data/lakehouse, Dagster home: none: runs are not kept)`.
+
+    Args:
+        data_dir: the data directory.
+        tables: the tables' root (a path or a URI).
+        dagster_home: the Dagster instance's folder; None when runs are not kept.
+    """
+    home = str(dagster_home) if dagster_home else NO_DAGSTER_HOME
+    return f"data: {data_dir} (tables: {tables}, Dagster home: {home})"
+
+
+def instance_home(instance: Any) -> str | None:
+    """The folder of a Dagster instance that keeps its runs; None for an ephemeral instance
+    (tests, `materialize`) and the temporary one `dg launch` and `dagster dev` use without
+    DAGSTER_HOME, which is removed when the command exits."""
+    if instance is None or instance.is_ephemeral:
+        return None
+    root = instance.root_directory
+    if Path(root).name.startswith(TEMPORARY_DAGSTER_HOME):
+        return None
+    return root
+
+
+_announced: set[str] = set()  # the runs whose locations this process logged
 
 
 def declared_tables(assets: Iterable[AssetsDefinition | AssetSpec]) -> list[str]:
@@ -29,6 +107,10 @@ class LakehouseResource(ConfigurableResource):
     A table called "bronze/file_events" lives at `<root>/bronze/file_events`. The root may be
     a local path or any URI Spark can write Delta to (`s3a://...`, `abfss://...`).
 
+    Set up for a run, it logs where the run's state goes, once per run and before the first
+    step writes anything: `data: <data_dir> (tables: <root>, Dagster home: <folder>)`, the
+    Dagster home being the instance's folder, or `none: runs are not kept`.
+
     Examples:
         >>> lakehouse = LakehouseResource(root="/data/lakehouse")
         >>> lakehouse.table_path("bronze/file_events")
@@ -36,6 +118,24 @@ class LakehouseResource(ConfigurableResource):
     """
 
     root: str = Field(description="Directory or URI under which the Delta tables are stored.")
+    data_dir: str | None = Field(
+        default=None,
+        description="The local state's folder, named in each run's first log line (default: "
+        "$LAKEHOUSE_DATA_DIR, else .data in the dg project's root, else in the working "
+        "directory).",
+    )
+
+    def setup_for_execution(self, context: InitResourceContext) -> None:
+        """Logs where the run's tables, data directory and Dagster home are (once per run)."""
+        run_id = context.run_id
+        if run_id is not None and run_id in _announced:
+            return
+        if run_id is not None:
+            _announced.add(run_id)
+        data_dir = self.data_dir or default_data_dir()
+        line = locations_line(data_dir, self.root, instance_home(context.instance))
+        if context.log is not None:
+            context.log.info(line)
 
     def table_path(self, table: str) -> str:
         """The location of `table` (a relative name such as 'bronze/file_events')."""

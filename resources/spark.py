@@ -20,6 +20,15 @@ an environment variable:
 | ship_code          | `JSL_SPARK_SHIP_CODE`          | `false`                          |
 | table_root         | `LAKEHOUSE_ROOT`               | unset (not checked)              |
 | shared_filesystem  | `JSL_SPARK_SHARED_FS`          | `false`                          |
+| data_dir           | `LAKEHOUSE_DATA_DIR`           | `.data` in the dg project's root |
+
+Spark's own local state goes to the data directory, never the working directory: the
+warehouse of managed tables (`spark.sql.warehouse.dir` = `<data_dir>/spark-warehouse`) and
+Derby's home, where a Hive metastore keeps `metastore_db/` and `derby.log`
+(`-Dderby.system.home=<data_dir>/spark-metastore`, added to the driver's
+`spark.driver.extraJavaOptions`: those of `extra_conf`, else of `spark-defaults.conf`, are
+kept). A warehouse set in `extra_conf` or `spark-defaults.conf`, or a Derby home in the
+options, wins. The Spark Connect server of `jsl dev` is started with the same settings.
 
 Delta Lake's jars: `jsl setup` resolves Delta's package (and any extra ones in
 `spark.jars.packages` of `extra_conf` / `JSL_SPARK_CONF`, e.g. `hadoop-aws` for `s3a://`) once
@@ -41,10 +50,13 @@ only checks the table root against the server's master and ships the code if ask
 
 from __future__ import annotations
 
+import importlib.util
 import json
 import logging
 import os
+import re
 import sys
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from urllib.parse import urlparse
@@ -52,6 +64,7 @@ from urllib.parse import urlparse
 from dagster import ConfigurableResource
 from pydantic import Field
 
+from resources.lakehouse import default_data_dir
 from resources.spark_artifacts import (
     DEFAULT_JARS_DIR,
     build_code_zip,
@@ -71,6 +84,13 @@ MAX_CONCURRENT_OUTPUT_WRITERS = 8
 CODEGEN_CACHE_ENTRIES = 2000
 LOOPBACK = "127.0.0.1"
 CODE_DIR = Path.home() / ".cache" / "jetstream-lakehouse" / "code"
+WAREHOUSE_DIR = "spark-warehouse"  # under the data directory
+METASTORE_DIR = "spark-metastore"  # Derby's home under the data directory
+WAREHOUSE_KEY = "spark.sql.warehouse.dir"
+DRIVER_JAVA_OPTIONS = "spark.driver.extraJavaOptions"
+DERBY_HOME = "-Dderby.system.home="
+# A line of a Java properties file such as spark-defaults.conf: `key value`, `key=value`.
+PROPERTY = re.compile(r"(?P<key>[^\s=:]+)\s*[=:]?\s*(?P<value>.*)")
 
 
 class TableRootNotSharedError(ValueError):
@@ -94,6 +114,45 @@ def is_local_master(master: str) -> bool:
 def is_local_path(root: str) -> bool:
     """Whether `root` is a path on this host's filesystem (no scheme, or `file:`)."""
     return urlparse(root).scheme in ("", "file")
+
+
+def default_conf_dir(environ: Mapping[str, str]) -> str | None:
+    """The folder whose `spark-defaults.conf` `spark-submit` reads: `$SPARK_CONF_DIR`, else
+    `$SPARK_HOME/conf`, else the pyspark package's `conf` (None without pyspark)."""
+    if environ.get("SPARK_CONF_DIR"):
+        return environ["SPARK_CONF_DIR"]
+    if environ.get("SPARK_HOME"):
+        return str(Path(environ["SPARK_HOME"]) / "conf")
+    spec = importlib.util.find_spec("pyspark")
+    if spec is None or not spec.submodule_search_locations:
+        return None
+    return str(Path(next(iter(spec.submodule_search_locations))) / "conf")
+
+
+def spark_defaults(conf_dir: str | None) -> dict[str, str]:
+    """The properties of `<conf_dir>/spark-defaults.conf` ({} without one), read as
+    `spark-submit` reads them: `key value` or `key=value` a line, `#` comments."""
+    if conf_dir is None:
+        return {}
+    path = Path(conf_dir) / "spark-defaults.conf"
+    if not path.is_file():
+        return {}
+    properties = {}
+    for line in path.read_text(errors="replace").splitlines():
+        match = PROPERTY.match(line.strip())
+        if match and not line.strip().startswith(("#", "!")):
+            properties[match["key"]] = match["value"].strip()
+    return properties
+
+
+def with_derby_home(options: str, home: Path) -> str:
+    """Java options `options` with `-Dderby.system.home=<home>` added, unless they set one."""
+    if DERBY_HOME in options:
+        return options
+    option = f"{DERBY_HOME}{home}"
+    if any(char.isspace() or char in "\"'" for char in str(home)):
+        option = '"' + option.replace("\\", "\\\\").replace('"', '\\"') + '"'
+    return f"{options} {option}".strip()
 
 
 def default_driver_host(master: str) -> str | None:
@@ -125,6 +184,8 @@ class SparkSettings:
     ship_code: bool = False
     table_root: str | None = None
     shared_filesystem: bool = False
+    data_dir: str = ""  # "": the default data directory, found when the conf is built
+    conf_dir: str | None = None  # the folder of the spark-defaults.conf spark-submit reads
 
     @classmethod
     def resolve(
@@ -144,11 +205,14 @@ class SparkSettings:
         ship_code: bool | None = None,
         table_root: str | None = None,
         shared_filesystem: bool | None = None,
-        environ: dict[str, str] | None = None,
+        data_dir: str | None = None,
+        environ: Mapping[str, str] | None = None,
     ) -> SparkSettings:
         """Resolves each setting: the explicit value, else its env var, else the default.
 
-        `extra_conf` from config is layered over `JSL_SPARK_CONF`.
+        `extra_conf` from config is layered over `JSL_SPARK_CONF`. The data directory's
+        default is `LAKEHOUSE_DATA_DIR`, else `.data` in the root of the dg project of the
+        working directory, else in the working directory (`resources.lakehouse`).
 
         Raises:
             ValueError: `JSL_SPARK_CONF` is not a JSON object.
@@ -189,6 +253,8 @@ class SparkSettings:
             ship_code=ship,
             table_root=table_root or env.get("LAKEHOUSE_ROOT") or None,
             shared_filesystem=shared,
+            data_dir=str(Path(data_dir).resolve() if data_dir else default_data_dir(env)),
+            conf_dir=default_conf_dir(env),
         )
 
     def packages(self) -> tuple[str, ...]:
@@ -240,12 +306,32 @@ class SparkSettings:
                 # resolve.
                 conf["spark.driver.bindAddress"] = LOOPBACK
         conf = {**conf, **self.extra_conf}
+        conf.update(self.local_state_conf(conf))
         if self.jars:
             conf["spark.jars"] = ",".join(self.jars)
             conf.pop("spark.jars.packages", None)
         else:
             conf["spark.jars.packages"] = ",".join(self.packages())
         return conf
+
+    def local_state_conf(self, conf: Mapping[str, str]) -> dict[str, str]:
+        """The warehouse and Derby's home under the data directory, so that no
+        `spark-warehouse/`, `metastore_db/` or `derby.log` lands in the working directory.
+
+        A warehouse in `conf` (`extra_conf`) or `spark-defaults.conf` is left alone; the Derby
+        option is added to the driver's Java options of `conf`, else of `spark-defaults.conf`
+        (a `--conf` replaces the file's value, so they are carried over), unless they set one.
+        """
+        data_dir = Path(self.data_dir or default_data_dir())
+        defaults = spark_defaults(self.conf_dir)
+        local = {}
+        if WAREHOUSE_KEY not in conf and WAREHOUSE_KEY not in defaults:
+            # file: (not a bare path, which a cluster's default filesystem, e.g. HDFS, would
+            # take), unencoded: Hadoop's Path parses the string itself.
+            local[WAREHOUSE_KEY] = f"file:{data_dir / WAREHOUSE_DIR}"
+        options = conf.get(DRIVER_JAVA_OPTIONS, defaults.get(DRIVER_JAVA_OPTIONS, ""))
+        local[DRIVER_JAVA_OPTIONS] = with_derby_home(options, data_dir / METASTORE_DIR)
+        return local
 
     def check_table_root(self, master: str) -> None:
         """Refuses a table root on this host's disk when `master`'s executors run elsewhere.
@@ -435,6 +521,12 @@ class SparkResource(ConfigurableResource):
         description="Every worker sees the local table root at the same path (NFS, or all "
         "workers on this host) (env JSL_SPARK_SHARED_FS; default false).",
     )
+    data_dir: str | None = Field(
+        default=None,
+        description="The local state's folder, which holds Spark's warehouse and Derby's home "
+        "(env LAKEHOUSE_DATA_DIR; default .data in the dg project's root, else in the working "
+        "directory).",
+    )
 
     def settings(self) -> SparkSettings:
         """The resolved settings for this resource."""
@@ -453,6 +545,7 @@ class SparkResource(ConfigurableResource):
             ship_code=self.ship_code,
             table_root=self.table_root,
             shared_filesystem=self.shared_filesystem,
+            data_dir=self.data_dir,
         )
 
     def get_session(self):

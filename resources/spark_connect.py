@@ -8,9 +8,10 @@ other change (the ingest already runs over Connect).
 
 The server is a `spark-submit` of Spark's `SparkConnectServer` from the pyspark wheel, with
 the same settings a local session gets (`resources.spark.resolved_conf`: driver memory,
-Delta's extension and catalog, the jar cache, UTC, the Python of this virtualenv), listening on
-loopback only. It logs to a file; `stop()` ends it (SIGTERM to its process group, SIGKILL
-after `STOP_WAIT` seconds).
+Delta's extension and catalog, the jar cache, UTC, the Python of this virtualenv, the
+warehouse and Derby's home under the data directory, so the working directory gets no
+`spark-warehouse/`, `metastore_db/` or `derby.log`), listening on loopback only. It logs to a
+file; `stop()` ends it (SIGTERM to its process group, SIGKILL after `STOP_WAIT` seconds).
 
 Examples:
     >>> with ConnectServer(SparkSettings.resolve(), Path(".data/spark-connect.log")) as server:
@@ -52,8 +53,8 @@ def free_port() -> int:
 def server_command(settings: SparkSettings, port: int) -> list[str]:
     """The `spark-submit` command line of a Connect server with `settings`, on `port`.
 
-    Static settings (master, driver memory, jars, extensions) can only be set here: a Connect
-    client cannot change them later.
+    Static settings (master, driver memory, jars, extensions, the warehouse, the driver's Java
+    options with Derby's home) can only be set here: a Connect client cannot change them later.
     """
     conf = resolved_conf(settings)
     conf.pop("spark.driver.memory")  # --driver-memory: the launcher sizes the JVM with it

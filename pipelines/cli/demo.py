@@ -10,6 +10,11 @@ Spark's and Ivy's output goes to a log file under the data dir (pipelines/cli/de
 
 `run_dev` runs `dagster dev` against the embedded server and, on Ctrl-C, stops Dagster and
 everything it started (pipelines/cli/supervise.py) before it stops the server.
+
+Both run from this repository's checkout (`SOURCE_DIR`: its `workspace.yaml` and
+`pyproject.toml`, which `dg launch` loads), and keep their state in the data directory
+(`pipelines.settings`; the Dagster home is its `dagster_home`), which they hand to every
+`dagster` process through `LAKEHOUSE_DATA_DIR`, `LAKEHOUSE_ROOT` and `DAGSTER_HOME`.
 """
 
 from __future__ import annotations
@@ -27,7 +32,7 @@ from pipelines.cli.demo_summary import RunReport, describe, print_next_steps, su
 from pipelines.cli.provisioning import declared_topology
 from pipelines.cli.supervise import Supervisor
 from pipelines.file_trash.events import FILE_DELETED_SUBJECT
-from pipelines.settings import PROJECT_DIR, Settings
+from pipelines.settings import SOURCE_DIR, Settings
 from resources.jetstream import EmbeddedNatsServer, JetStreamClient, JetStreamResource, reconcile
 from resources.jetstream.connection.settings import redact_url
 from resources.jetstream.environment import CREDENTIAL_VARIABLES
@@ -80,7 +85,7 @@ def spark_server(settings: Settings, say: Callable[[str], None] = say) -> Iterat
 
     log = settings.data_dir / "spark-connect.log"
     say(f"starting a Spark Connect server for the runs (log: {log})")
-    with ConnectServer(SparkSettings.resolve(), log) as server:
+    with ConnectServer(SparkSettings.resolve(data_dir=str(settings.data_dir)), log) as server:
         say(f"Spark Connect server at {server.url}; runs use it (SPARK_REMOTE)")
         try:
             yield server.url
@@ -198,7 +203,7 @@ def materialize(out: DemoOutput, settings: Settings, nats_url: str, selection: s
             def poll() -> None:
                 bar.update(report.poll() - bar.n)
 
-            code, last_line = out.run(command, env=env, cwd=PROJECT_DIR, poll=poll)
+            code, last_line = out.run(command, env=env, cwd=SOURCE_DIR, poll=poll)
         for key, meta in report.materializations():
             out.say(f"  {key:<30} {describe(meta)}")
         if code != 0:
@@ -230,6 +235,7 @@ def run_demo(
     stamp = dt.datetime.now().strftime("%Y%m%d-%H%M%S")
     log_path = settings.data_dir / "logs" / f"demo-{stamp}.log"
     with DemoOutput(log_path, verbose=verbose) as out:
+        out.log(settings.locations(settings.dagster_home))  # `jsl`'s first line, in the log too
         out.say(f"full output (Dagster, Spark, Ivy) goes to {log_path}")
         try:
             caught_up = _run_steps(out, settings, events, bad_share)
@@ -300,11 +306,11 @@ def run_dev(settings: Settings | None = None, extra_args: list[str] | None = Non
     with nats_server(settings) as url, spark_server(settings) as remote:
         with jetstream(url).client() as js:
             say(f"topology: {provision(js)}")
-        command = dagster_command("dev", "-w", str(PROJECT_DIR / "workspace.yaml"))
+        command = dagster_command("dev", "-w", str(SOURCE_DIR / "workspace.yaml"))
         command += extra_args or []
         say(f"running: {' '.join(command[1:])}  (Ctrl-C stops it and the servers)")
         env = dagster_env(settings, url) | ({"SPARK_REMOTE": remote} if remote else {})
-        supervisor = Supervisor(command, env=env, cwd=PROJECT_DIR, say=say)
+        supervisor = Supervisor(command, env=env, cwd=SOURCE_DIR, say=say)
         code = supervisor.run()
         say(f"dagster dev exited ({code})")
         if not os.environ.get("NATS_URL"):

@@ -7,28 +7,46 @@
 - `jsl generate`: publish realistic (and, on request, bad) file events;
 - `jsl artifacts list|get`: the runs' validation reports and manifests in the Object Store;
 - `jsl status`: streams, consumers, checkpoints, leases, watermarks, replays (and tables);
+- `jsl tables`: each Delta table of the dg project, with its rows and a sample;
 - `jsl contract diff`: each stream's contract against its live silver tables;
 - `jsl quarantine retry`, `jsl silver rebuild`: judge processed rows again under the current
   contract, each bronze row ending in exactly one of silver or quarantine.
 
 The Makefile calls these; they work the same when called directly from the virtualenv.
+
+Every command but `setup` prints first, on one line, where the local state is: `data: <dir>
+(tables: <root>, Dagster home: <dir>)`. The data directory is `$LAKEHOUSE_DATA_DIR`, else
+`.data` in the root of the dg project the working directory (or `--project DIR`) is in, else
+in the working directory; the Dagster home is `$DAGSTER_HOME` (`jsl demo` and `jsl dev`: their
+own, in the data directory), or `none: runs are not kept`. It goes to stderr when stdout
+carries data (`--json`, `jsl artifacts get` without `-o`).
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
+import os
 import re
 import shutil
 import subprocess
 import sys
+from collections.abc import Iterator
+from pathlib import Path
 
 from pipelines.cli import demo as demo_module
 from pipelines.cli.commands import artifacts as artifacts_command
 from pipelines.cli.commands import contract as contract_command
 from pipelines.cli.commands import generate as generate_command
+from pipelines.cli.commands import project_dir, settings_for
 from pipelines.cli.commands import provision as provision_command
 from pipelines.cli.commands import rejudge as rejudge_command
 from pipelines.cli.commands import status as status_command
+from pipelines.cli.commands import tables as tables_command
+from pipelines.settings import Settings
+
+# Commands that keep their runs in the data directory's Dagster home (`DAGSTER_HOME` is theirs).
+OWN_DAGSTER_HOME = ("demo", "dev")
 
 
 def check_java() -> str:
@@ -50,6 +68,41 @@ def setup() -> int:
 
     print(f"[setup] {check_java()}")
     return setup_command.run()
+
+
+def locations(args: argparse.Namespace) -> tuple[Settings, str]:
+    """The command's settings and the first line of its output: where its data, tables and
+    Dagster home are.
+
+    Raises:
+        ValueError: a setting of `pipelines.settings` is invalid.
+    """
+    settings = settings_for(args)
+    if args.command in OWN_DAGSTER_HOME:
+        return settings, settings.locations(settings.dagster_home)
+    return settings, settings.locations(os.environ.get("DAGSTER_HOME") or None)
+
+
+def stdout_is_data(args: argparse.Namespace) -> bool:
+    """Whether the command's stdout is for a program (JSON, an artifact's bytes)."""
+    if getattr(args, "json", False):
+        return True
+    return args.command == "artifacts" and getattr(args, "output", "") in (None, "-")
+
+
+@contextlib.contextmanager
+def data_dir_pinned(data_dir: Path) -> Iterator[None]:
+    """`LAKEHOUSE_DATA_DIR` set to `data_dir` while a command runs, if it is unset: whatever
+    the command loads or starts (a project's components, Spark, `dagster` processes) then
+    uses the data directory its first line named, not one found again from elsewhere."""
+    if os.environ.get("LAKEHOUSE_DATA_DIR"):
+        yield
+        return
+    os.environ["LAKEHOUSE_DATA_DIR"] = str(data_dir)
+    try:
+        yield
+    finally:
+        os.environ.pop("LAKEHOUSE_DATA_DIR", None)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -92,6 +145,10 @@ def main(argv: list[str] | None = None) -> int:
         "status", help="one screen of the pipeline's state (streams, consumers, stages, replays)"
     )
     status_command.add_arguments(status)
+    tables = commands.add_parser(
+        "tables", help="each Delta table of the dg project: rows, version and a sample (Spark)"
+    )
+    tables_command.add_arguments(tables)
     contract = commands.add_parser(
         "contract", help="compare each stream's contract with its live silver tables"
     )
@@ -111,6 +168,18 @@ def main(argv: list[str] | None = None) -> int:
 
     if args.command == "setup":
         return setup()
+    try:
+        settings, line = locations(args)
+    except ValueError as error:
+        print(f"jsl {args.command}: error: {error}", file=sys.stderr)
+        return 1
+    print(line, file=sys.stderr if stdout_is_data(args) else sys.stdout, flush=True)
+    with data_dir_pinned(settings.data_dir):
+        return run_command(args, unknown)
+
+
+def run_command(args: argparse.Namespace, unknown: list[str]) -> int:
+    """Runs the parsed command (any but `setup`); returns its exit status."""
     if args.command == "provision":
         return provision_command.run(args)
     if args.command == "generate":
@@ -119,6 +188,9 @@ def main(argv: list[str] | None = None) -> int:
         return artifacts_command.run(args)
     if args.command == "status":
         return status_command.run(args)
+    if args.command == "tables":
+        check_java()
+        return tables_command.run(args, project_dir(args))
     if args.command == "contract":
         return contract_command.run(args)
     if args.command in ("quarantine", "silver"):

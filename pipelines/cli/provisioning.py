@@ -11,13 +11,14 @@ import sys
 from pathlib import Path
 
 from pipelines.file_trash.topology import FILE_TRASH_TOPOLOGY
-from pipelines.settings import PROJECT_DIR
+from pipelines.settings import SOURCE_DIR
 from resources.jetstream import Topology
 
 
-def component_topologies(project_dir: Path = PROJECT_DIR) -> list[Topology]:
+def component_topologies(project_dir: Path = SOURCE_DIR) -> list[Topology]:
     """The topology of each `JetStreamStream` component of the dg project at `project_dir`
-    (its defs folder, with `{{ env.X }}` templates resolved)."""
+    (its defs folder, with `{{ env.X }}` templates resolved; by default this package's own,
+    `pipelines/defs`, read where the package is: package data, not state)."""
     # Imported here: loading the component tree imports the components and their
     # dependencies, which the commands that do not provision never need.
     from dagster.components.core.component_tree import ComponentTree
@@ -63,7 +64,7 @@ def merge_topologies(*topologies: Topology) -> Topology:
     )
 
 
-def declared_topology(project_dir: Path = PROJECT_DIR) -> Topology:
+def declared_topology(project_dir: Path = SOURCE_DIR) -> Topology:
     """The file trash topology and every declared stream's, merged."""
     return merge_topologies(FILE_TRASH_TOPOLOGY, *component_topologies(project_dir))
 

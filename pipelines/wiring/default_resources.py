@@ -20,7 +20,12 @@ from resources.spark import SparkResource
 @functools.cache
 def default_resources() -> dict[str, Any]:
     """`jetstream` (the nats CLI's variables: `NATS_URL`, `NATS_CREDS`, ...), `spark` and
-    `lakehouse` (`LAKEHOUSE_ROOT`, `JSL_SPARK_*`), and `quality` (Great Expectations).
+    `lakehouse` (`LAKEHOUSE_ROOT`, `LAKEHOUSE_DATA_DIR`, `JSL_SPARK_*`), and `quality` (Great
+    Expectations).
+
+    The data directory (`pipelines.settings`: `.data` in the dg project's root by default)
+    holds Spark's warehouse and metastore, and each run's first log line names it, with the
+    tables' root and the Dagster home (`LakehouseResource.setup_for_execution`).
 
     Raises:
         InvalidArgumentError: the environment's NATS variables contradict each other.
@@ -29,7 +34,9 @@ def default_resources() -> dict[str, Any]:
     settings = Settings.from_env()
     return {
         "jetstream": JetStreamResource.from_env(),
-        "spark": SparkResource(table_root=settings.lakehouse_root),
-        "lakehouse": LakehouseResource(root=settings.lakehouse_root),
+        "spark": SparkResource(table_root=settings.lakehouse_root, data_dir=str(settings.data_dir)),
+        "lakehouse": LakehouseResource(
+            root=settings.lakehouse_root, data_dir=str(settings.data_dir)
+        ),
         "quality": DataQualityResource(),
     }

@@ -1,13 +1,17 @@
 """The SparkSession factory: explicit local defaults, overridable by config and environment;
-the executors' Python and driver host on any master, the table-root check, the jar cache and
-the shipped code."""
+the executors' Python and driver host on any master, the table-root check, the jar cache,
+the shipped code, and Spark's own state (warehouse, Derby) in the data directory."""
 
+import os
+import subprocess
 import sys
 import zipfile
+from pathlib import Path
 
 import pytest
 from delta.tables import DeltaTable
 
+from pipelines.settings import Settings
 from resources.spark import (
     DELTA_CATALOG,
     DELTA_EXTENSION,
@@ -17,6 +21,11 @@ from resources.spark import (
     session_builder,
 )
 from resources.spark_artifacts import build_code_zip, cached_jars, delta_package, store_jars
+from resources.spark_connect import server_command
+
+WAREHOUSE = "spark.sql.warehouse.dir"
+JAVA_OPTIONS = "spark.driver.extraJavaOptions"
+STRAYS = ("spark-warehouse", "metastore_db", "derby.log")
 
 
 def test_defaults_size_the_driver_turn_on_delta_and_arrow_skip_the_write_sort_keep_code():
@@ -154,3 +163,131 @@ def test_the_shipped_code_zip_holds_the_projects_packages_and_is_named_by_its_co
     ):
         assert module in names
     assert not any("__pycache__" in name or not name.endswith(".py") for name in names)
+
+
+def test_the_warehouse_and_derbys_home_are_in_the_data_dir(tmp_path):
+    data = tmp_path.resolve()
+
+    conf = SparkSettings.resolve(environ={"LAKEHOUSE_DATA_DIR": str(data)}).conf()
+
+    assert conf[WAREHOUSE] == f"file:{data}/spark-warehouse"
+    assert conf[JAVA_OPTIONS] == f"-Dderby.system.home={data}/spark-metastore"
+    explicit = SparkSettings.resolve(data_dir=str(data / "x"), environ={}).conf()
+    assert explicit[WAREHOUSE] == f"file:{data}/x/spark-warehouse"
+
+
+def test_by_default_spark_keeps_its_state_in_the_dg_projects_data_dir(tmp_path, monkeypatch):
+    project = tmp_path / "my-lake"
+    (project / "my_lake").mkdir(parents=True)
+    (project / "pyproject.toml").write_text('[tool.dg]\ndirectory_type = "project"\n')
+    monkeypatch.chdir(project / "my_lake")
+
+    settings = SparkSettings.resolve(environ={})
+
+    assert Path(settings.data_dir) == Settings.from_env({}).data_dir == project.resolve() / ".data"
+    assert settings.conf()[WAREHOUSE] == f"file:{project.resolve()}/.data/spark-warehouse"
+
+
+def test_the_users_java_options_are_kept_and_derbys_home_added_to_them(tmp_path):
+    env = {
+        "LAKEHOUSE_DATA_DIR": str(tmp_path / "data dir"),
+        "JSL_SPARK_CONF": '{"spark.driver.extraJavaOptions": "-Dfrom.env=1 -Xss4m"}',
+    }
+
+    options = SparkSettings.resolve(environ=env).conf()[JAVA_OPTIONS]
+    from_config = SparkSettings.resolve(
+        environ=env, extra_conf={JAVA_OPTIONS: "-Dfrom.config=1"}
+    ).conf()[JAVA_OPTIONS]
+
+    home = tmp_path.resolve() / "data dir" / "spark-metastore"
+    assert options == f'-Dfrom.env=1 -Xss4m "-Dderby.system.home={home}"'  # quoted: a space
+    assert from_config == f'-Dfrom.config=1 "-Dderby.system.home={home}"'
+
+
+def test_java_options_and_a_warehouse_of_spark_defaults_conf_are_not_dropped(tmp_path):
+    conf_dir = tmp_path / "conf"
+    conf_dir.mkdir()
+    (conf_dir / "spark-defaults.conf").write_text(
+        "# the cluster's defaults\n"
+        "spark.driver.extraJavaOptions   -Dsite=1 -XX:+UseG1GC\n"
+        "spark.sql.warehouse.dir=hdfs:///warehouse\n"
+    )
+    env = {"SPARK_CONF_DIR": str(conf_dir), "LAKEHOUSE_DATA_DIR": str(tmp_path)}
+
+    conf = SparkSettings.resolve(environ=env).conf()
+
+    # A --conf replaces the file's value: the file's options are carried over into it.
+    assert conf[JAVA_OPTIONS] == (
+        f"-Dsite=1 -XX:+UseG1GC -Dderby.system.home={tmp_path.resolve()}/spark-metastore"
+    )
+    assert WAREHOUSE not in conf  # the file's warehouse stays in force
+    from_home = SparkSettings.resolve(environ={"SPARK_HOME": str(tmp_path), **env}).conf()
+    assert from_home[JAVA_OPTIONS] == conf[JAVA_OPTIONS]  # SPARK_CONF_DIR before SPARK_HOME
+
+
+def test_a_derby_home_or_warehouse_the_user_sets_wins(tmp_path):
+    mine = {JAVA_OPTIONS: "-Dderby.system.home=/mine", WAREHOUSE: "s3a://lake/warehouse"}
+
+    conf = SparkSettings.resolve(extra_conf=mine, environ={}).conf()
+
+    assert conf[JAVA_OPTIONS] == "-Dderby.system.home=/mine"
+    assert conf[WAREHOUSE] == "s3a://lake/warehouse"
+
+
+def test_the_connect_server_keeps_its_state_in_the_data_dir_too(tmp_path):
+    settings = SparkSettings.resolve(data_dir=str(tmp_path), environ={}, jars=["/jars/d.jar"])
+
+    command = server_command(settings, 15002)
+
+    confs = {command[i + 1] for i, arg in enumerate(command) if arg == "--conf"}
+    data = tmp_path.resolve()
+    assert f"{WAREHOUSE}=file:{data}/spark-warehouse" in confs
+    assert f"{JAVA_OPTIONS}=-Dderby.system.home={data}/spark-metastore" in confs
+
+
+# Run in a fresh process (the test session's JVM is shared and started already): a managed
+# table, a database and an insert, which make Spark create its warehouse and, with a Hive
+# catalog, Derby's metastore_db/ and derby.log.
+MANAGED_TABLES = """
+import sys
+from resources.spark import SparkResource
+
+catalog = {"spark.sql.catalogImplementation": sys.argv[1]}
+spark = SparkResource(
+    driver_memory="1g", shuffle_partitions=1, ui_enabled=False, extra_conf=catalog
+).get_session()
+spark.sql("CREATE DATABASE IF NOT EXISTS shop")
+spark.sql("CREATE TABLE shop.orders (id INT) USING parquet")
+spark.sql("INSERT INTO shop.orders VALUES (1), (2)")
+spark.range(3).write.saveAsTable("numbers")
+print(spark.table("shop.orders").count() + spark.table("numbers").count())
+spark.stop()
+"""
+
+
+@pytest.mark.parametrize("catalog", ["in-memory", "hive"])
+def test_managed_tables_leave_nothing_in_the_working_directory(tmp_path, catalog):
+    work, data = tmp_path / "work", tmp_path / "data"
+    work.mkdir()
+    unset = ("SPARK_REMOTE", "JSL_SPARK_MASTER", "JSL_SPARK_CONF", "SPARK_CONF_DIR")
+    env = {k: v for k, v in os.environ.items() if k not in unset}
+    env["LAKEHOUSE_DATA_DIR"] = str(data)
+
+    done = subprocess.run(
+        [sys.executable, "-c", MANAGED_TABLES, catalog],
+        cwd=work,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
+
+    assert done.returncode == 0, done.stderr[-5000:]
+    assert done.stdout.strip().splitlines()[-1] == "5"
+    assert [stray for stray in STRAYS if (work / stray).exists()] == []
+    assert list(work.iterdir()) == []
+    assert (data / "spark-warehouse" / "numbers").is_dir()
+    assert (data / "spark-warehouse" / "shop.db" / "orders").is_dir()
+    if catalog == "hive":
+        assert (data / "spark-metastore" / "metastore_db").is_dir()
+        assert (data / "spark-metastore" / "derby.log").is_file()

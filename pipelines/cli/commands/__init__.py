@@ -5,9 +5,28 @@ from __future__ import annotations
 import argparse
 import contextlib
 from collections.abc import Iterator
+from pathlib import Path
 
 from pipelines.settings import Settings
 from resources.jetstream import EmbeddedNatsServer, JetStreamResource
+from resources.lakehouse import dg_project_root
+
+
+def project_dir(args: argparse.Namespace) -> Path:
+    """The dg project a subcommand works on: the root of the one `--project DIR` is in, else
+    of the one the working directory is in (as `dg` finds it), else the working directory."""
+    return dg_project_root(getattr(args, "project", None)).resolve()
+
+
+def settings_for(args: argparse.Namespace) -> Settings:
+    """The settings of a subcommand: the environment's, and with `LAKEHOUSE_DATA_DIR` unset,
+    the data directory `.data` in the root of `--project DIR`'s dg project, else the working
+    directory's (`project_dir`).
+
+    Raises:
+        ValueError: a setting of `pipelines.settings` is invalid.
+    """
+    return Settings.from_env(start=project_dir(args))
 
 
 def add_server_arguments(parser: argparse.ArgumentParser) -> None:
@@ -44,7 +63,7 @@ def server_url(args: argparse.Namespace, *, create_store: bool) -> Iterator[str]
     Raises:
         ValueError: both --nats-url and --embedded, or no demo store to read.
     """
-    settings = Settings.from_env()
+    settings = settings_for(args)
     if not args.embedded:
         yield args.nats_url or settings.nats_url
         return

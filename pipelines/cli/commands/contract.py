@@ -2,12 +2,13 @@
 
     jsl contract diff [--project DIR]
 
-Loads every `JetStreamStream` component of the dg project (this one, or `--project DIR`) as
-`dg check defs` does, and prints, per stream, each difference between its contract and its
-silver and quarantine tables: the table, the column, the old and new types, the kind of
-change (additive, widening, rename, breaking) and what the next run will do about it under
-the stream's `on_schema_change`. Nothing is written and no Spark starts: the tables are read
-from their Delta logs (`pipelines.silver.drift`).
+Loads every `JetStreamStream` component of the dg project (the one the working directory is
+in, or `--project DIR`) as `dg check defs` does, and prints, per stream, each difference
+between its contract and its silver and quarantine tables: the table, the column, the old and
+new types, the kind of change (additive, widening, rename, breaking) and what the next run
+will do about it under the stream's `on_schema_change`. Nothing is written and no Spark
+starts: the tables are read from their Delta logs (`pipelines.silver.drift`), under the root
+`jsl`'s first line names.
 
 Exit status: 0 when the next run can go (no difference, or only differences it applies), 1
 when it would refuse one (a breaking change, or any change under `freeze`), 2 on an error.
@@ -20,7 +21,7 @@ import sys
 import warnings
 from pathlib import Path
 
-from pipelines.settings import PROJECT_DIR, Settings
+from pipelines.cli.commands import project_dir
 
 PROG = "jsl contract"
 
@@ -35,7 +36,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "--project",
         type=Path,
         metavar="DIR",
-        help="a dg project of your own (default: this project)",
+        help="a dg project of your own (default: the one the working directory is in)",
     )
 
 
@@ -46,10 +47,9 @@ def run(args: argparse.Namespace) -> int:
     from pipelines.components import JetStreamStream
     from pipelines.silver.drift import REPORTS
 
-    project = Path(args.project or PROJECT_DIR).resolve()
+    project = project_dir(args)
     if str(project) not in sys.path:
         sys.path.insert(0, str(project))
-    print(f"[contract] tables under {Settings.from_env().lakehouse_root}")
     REPORTS.clear()
     try:
         with warnings.catch_warnings():  # Dagster's preview/beta notes are not for this report

@@ -25,7 +25,12 @@ import argparse
 import sys
 from pathlib import Path
 
-from pipelines.cli.commands import add_server_arguments, jetstream_resource, server_url
+from pipelines.cli.commands import (
+    add_server_arguments,
+    jetstream_resource,
+    project_dir,
+    server_url,
+)
 from pipelines.cli.provisioning import declared_topology, project_topology
 from resources.jetstream import plan, reconcile
 from resources.jetstream.connection.settings import redact_url
@@ -78,7 +83,8 @@ def run(args: argparse.Namespace) -> int:
             resource = jetstream_resource(args, url)
             with resource.client() as js:
                 project = getattr(args, "project", None)
-                topology = project_topology(project) if project else declared_topology()
+                # --project: the root of the dg project DIR is in (DIR may be a subfolder).
+                topology = project_topology(project_dir(args)) if project else declared_topology()
                 planned = plan(js, topology)
                 pending = [c for c in planned if c.action is not Action.UNCHANGED]
                 print(f"{PROG}: plan for {redact_url(url)} ({len(pending)} to change):")

@@ -13,8 +13,9 @@ pass to their silver table; `rebuild` re-derives silver and quarantine for every
 `pipelines.silver.rejudge.rejudge`: each bronze row ends in exactly one of silver or
 quarantine, and a run killed half-way is finished by the next one.
 
-The stream is one declared as a `JetStreamStream` in the dg project (this one, or
-`--project DIR`), loaded as `dg check defs` loads it; the tables are under `LAKEHOUSE_ROOT`,
+The stream is one declared as a `JetStreamStream` in the dg project (the one the working
+directory is in, or `--project DIR`), loaded as `dg check defs` loads it; the tables are under
+`LAKEHOUSE_ROOT` (default: the data directory's `lakehouse`, `jsl`'s first line),
 the watermark and the rejudge's intent in the ingest's checkpoint bucket on the NATS server
 (`--nats-url`, `$NATS_URL`, or `--embedded`). Spark starts as a run's does (`SparkResource`).
 
@@ -30,8 +31,13 @@ import uuid
 import warnings
 from pathlib import Path
 
-from pipelines.cli.commands import add_server_arguments, jetstream_resource, server_url
-from pipelines.settings import PROJECT_DIR, Settings
+from pipelines.cli.commands import (
+    add_server_arguments,
+    jetstream_resource,
+    project_dir,
+    server_url,
+    settings_for,
+)
 
 PROG = {"quarantine": "jsl quarantine retry", "silver": "jsl silver rebuild"}
 
@@ -60,7 +66,10 @@ def _selection_arguments(parser: argparse.ArgumentParser, *, rules: bool) -> Non
     )
     parser.add_argument("--until", type=_when, help="rows published before this time")
     parser.add_argument(
-        "--project", type=Path, metavar="DIR", help="a dg project of your own (default: this)"
+        "--project",
+        type=Path,
+        metavar="DIR",
+        help="a dg project of your own (default: the one the working directory is in)",
     )
     add_server_arguments(parser)
 
@@ -114,8 +123,7 @@ def run(args: argparse.Namespace) -> int:
     from resources.spark import SparkResource
 
     prog = PROG[args.command]
-    settings = Settings.from_env()
-    print(f"[{args.command}] tables under {settings.lakehouse_root}")
+    settings = settings_for(args)
     try:
         selection = Selection(
             quarantined_only=args.command == "quarantine",
@@ -126,7 +134,7 @@ def run(args: argparse.Namespace) -> int:
             since=args.since,
             until=args.until,
         )
-        silver = _load(Path(args.project or PROJECT_DIR).resolve(), args.stream)
+        silver = _load(project_dir(args), args.stream)
     except ValueError as error:
         print(f"{prog}: {error}", file=sys.stderr)
         return 2
@@ -138,7 +146,9 @@ def run(args: argparse.Namespace) -> int:
         jetstream_resource(args, url).client() as client,
     ):
         bucket = client.create_key_value(ingest.checkpoint_bucket_spec())
-        spark = SparkResource(table_root=settings.lakehouse_root).get_session()
+        spark = SparkResource(
+            table_root=settings.lakehouse_root, data_dir=str(settings.data_dir)
+        ).get_session()
         try:
             result = rejudge(
                 spark,

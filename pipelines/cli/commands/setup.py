@@ -5,13 +5,15 @@ Spark's Ivy resolves Delta's package (and the extra ones named in `spark.jars.pa
 `JSL_SPARK_MASTER` says: no executor elsewhere is started, or left fetching jars when the
 session stops); the jar files are copied into the cache (`JSL_SPARK_JARS_DIR`, by default
 `~/.cache/jetstream-lakehouse/spark-jars`), and a Delta table is written and read back in a
-temporary directory with them. From then on, sessions load the cached files (`spark.jars`)
-and resolve nothing at run time. With the cache already complete, or local jars given in
-`JSL_SPARK_JARS`, nothing is started.
+temporary directory with them (Spark's warehouse and Derby's home too: `jsl setup` keeps no
+state, in the data directory or the working directory). From then on, sessions load the
+cached files (`spark.jars`) and resolve nothing at run time. With the cache already complete,
+or local jars given in `JSL_SPARK_JARS`, nothing is started.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import tempfile
 from collections.abc import Callable
 
@@ -42,19 +44,20 @@ def resolve_jars(settings: SparkSettings, say: Callable[[str], None] = print) ->
         )
         return cached
     say(f"[setup] resolving {', '.join(packages)} from Maven Central (Ivy, once)")
-    session = session_builder(settings).getOrCreate()
-    try:
-        resolved = [
-            jar
-            for jar in session.sparkContext.getConf().get("spark.jars", "").split(",")
-            if jar.strip()
-        ]
-        if not resolved:
-            raise RuntimeError(
-                f"Spark resolved no jar files for {', '.join(packages)}; check the network "
-                "access to Maven Central, or give local jars in JSL_SPARK_JARS"
-            )
-        with tempfile.TemporaryDirectory(prefix="jsl-setup-") as scratch:
+    with tempfile.TemporaryDirectory(prefix="jsl-setup-") as scratch:
+        local = dataclasses.replace(settings, data_dir=scratch)  # warehouse, Derby: scratch
+        session = session_builder(local).getOrCreate()
+        try:
+            resolved = [
+                jar
+                for jar in session.sparkContext.getConf().get("spark.jars", "").split(",")
+                if jar.strip()
+            ]
+            if not resolved:
+                raise RuntimeError(
+                    f"Spark resolved no jar files for {', '.join(packages)}; check the network "
+                    "access to Maven Central, or give local jars in JSL_SPARK_JARS"
+                )
             # A Delta round trip, and it runs tasks: stopping the session after it leaves
             # nothing fetching jars.
             path = f"{scratch}/delta-check"
@@ -62,9 +65,9 @@ def resolve_jars(settings: SparkSettings, say: Callable[[str], None] = print) ->
             rows = session.read.format("delta").load(path).count()
             if rows != 3:
                 raise RuntimeError(f"the Delta check table {path!r} read back {rows} rows, not 3")
-        say(f"[setup] Spark {session.version} with Delta: a table written and read back")
-    finally:
-        session.stop()
+            say(f"[setup] Spark {session.version} with Delta: a table written and read back")
+        finally:
+            session.stop()
     entry = store_jars(settings.jars_dir, packages, resolved)
     cached = cached_jars(settings.jars_dir, packages) or ()
     say(f"[setup] {len(cached)} jars cached in {entry}; sessions load them from there")

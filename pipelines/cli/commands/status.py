@@ -24,10 +24,15 @@ import datetime as dt
 import json
 import sys
 from collections.abc import Iterator, Sequence
+from pathlib import Path
 
 from pipelines.cli import status
-from pipelines.cli.commands import add_server_arguments, jetstream_resource, server_url
-from pipelines.settings import Settings
+from pipelines.cli.commands import (
+    add_server_arguments,
+    jetstream_resource,
+    server_url,
+    settings_for,
+)
 from resources.jetstream.connection.settings import redact_url
 from resources.jetstream.errors import JetStreamError
 
@@ -47,7 +52,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="also each Delta table's version, rows and last commit (starts Spark)",
     )
     parser.add_argument(
-        "--lakehouse-root", help="root of the Delta tables (default: $LAKEHOUSE_ROOT)"
+        "--lakehouse-root",
+        help="root of the Delta tables (default: $LAKEHOUSE_ROOT, else the data directory's)",
     )
     add_server_arguments(parser)
 
@@ -75,8 +81,9 @@ def run(args: argparse.Namespace) -> int:
         print(f"{PROG}: error: {message}", file=sys.stderr)
         return 1
     if args.tables:
-        root = args.lakehouse_root or Settings.from_env().lakehouse_root
-        with _spark_session() as spark:
+        settings = settings_for(args)
+        root = args.lakehouse_root or settings.lakehouse_root
+        with _spark_session(settings.data_dir) as spark:
             tables = status.table_statuses(spark, root)
         snapshot = dataclasses.replace(snapshot, tables=tables)
     print(json.dumps(snapshot.to_json(), indent=2) if args.json else render(snapshot))
@@ -84,7 +91,7 @@ def run(args: argparse.Namespace) -> int:
 
 
 @contextlib.contextmanager
-def _spark_session() -> Iterator:
+def _spark_session(data_dir: Path) -> Iterator:
     """The active SparkSession if there is one (left running), else a new one, stopped after."""
     from pyspark.sql import SparkSession
 
@@ -94,7 +101,7 @@ def _spark_session() -> Iterator:
         return
     from resources.spark import SparkResource
 
-    session = SparkResource(ui_enabled=False).get_session()
+    session = SparkResource(ui_enabled=False, data_dir=str(data_dir)).get_session()
     try:
         yield session
     finally:

@@ -45,7 +45,7 @@ def test_demo_twice_lands_every_event_and_leaves_the_consumers_caught_up(tmp_pat
     assert second.returncode == 0, second.stdout[-3000:] + second.stderr[-3000:]
 
     for run in (first, second):
-        check_quiet_output(run)
+        check_quiet_output(run, tmp_path)
     assert "[demo] nats-server: embedded at nats://" in second.stdout
     assert "[demo] topology: unchanged 1 stream, 3 consumers, 2 kv buckets" in second.stdout
     # One line per asset materialised: 10 in pass 1, 5 in pass 2. The second demo's 80
@@ -85,17 +85,25 @@ def test_demo_twice_lands_every_event_and_leaves_the_consumers_caught_up(tmp_pat
         assert consumer.ack_floor_stream_seq == 390
 
 
-def check_quiet_output(run: subprocess.CompletedProcess) -> None:
-    """At most MAX_LINES lines, none of Dagster's, Spark's or Ivy's; all of it in the log."""
+def check_quiet_output(run: subprocess.CompletedProcess, data_dir: Path) -> None:
+    """First where the data goes, then at most MAX_LINES lines, none of Dagster's, Spark's or
+    Ivy's; all of it in the log."""
     lines = (run.stdout + run.stderr).splitlines()
-    assert len(lines) <= MAX_LINES, run.stdout
-    assert all(line.startswith("[demo]") for line in lines), run.stdout + run.stderr
+    assert lines[0] == data_line(data_dir), run.stdout + run.stderr
+    assert len(lines[1:]) <= MAX_LINES, run.stdout
+    assert all(line.startswith("[demo]") for line in lines[1:]), run.stdout + run.stderr
     for noise in ("SupersessionWarning", "DEBUG", "Ivy Default Cache", "ASSET_MATERIALIZATION"):
         assert noise not in run.stdout + run.stderr, noise
     log_path = Path(lines[-1].removeprefix("[demo] full log: "))
     log = log_path.read_text()
     assert "ASSET_MATERIALIZATION" in log and "STEP_SUCCESS" in log
-    assert run.stdout.splitlines()[1] in log  # the console lines are in the log too
+    console = run.stdout.splitlines()
+    assert console[0] in log and console[2] in log  # the console lines are in the log too
+
+
+def data_line(data_dir: Path) -> str:
+    """The demo's first line: its data dir, tables and Dagster home (`jsl`'s first line)."""
+    return f"data: {data_dir} (tables: {data_dir}/lakehouse, Dagster home: {data_dir}/dagster_home)"
 
 
 def asset_lines(output: str, step: str) -> int:
@@ -136,8 +144,9 @@ def test_a_failing_step_prints_the_step_the_error_and_the_log(tmp_path):
 
     assert result.returncode == 1
     lines = result.stdout.splitlines()
+    assert lines[0] == data_line(tmp_path)
     assert "[demo] FAILED: topology" in result.stdout, result.stdout + result.stderr
     log_path = Path(lines[-1].removeprefix("[demo] full log: "))
     assert log_path.is_file() and log_path.parent == tmp_path / "logs"
     assert "Traceback" in log_path.read_text()
-    assert len(lines) <= 6, result.stdout
+    assert len(lines[1:]) <= 6, result.stdout

@@ -95,6 +95,11 @@ def test_ctrl_c_on_jsl_dev_stops_dagster_and_its_children_then_the_server(tmp_pa
         assert process.returncode is not None, f"jsl dev still runs:\n{output[-3000:]}"
         assert left == [], f"left behind: {left}\n{output[-3000:]}"
         assert not server.is_running() or server.status() == psutil.STATUS_ZOMBIE
+        # The first line names the data dir, the tables and jsl dev's own Dagster home.
+        data = tmp_path / "data"
+        assert output.splitlines()[0] == (
+            f"data: {data} (tables: {data}/lakehouse, Dagster home: {data}/dagster_home)"
+        )
         # Dagster was stopped (and waited for) before the server.
         assert (
             output.index("SIGINT: stopping dagster")

@@ -14,8 +14,8 @@ from pathlib import Path
 
 import pytest
 
+from pipelines.cli import main as cli
 from pipelines.cli.commands import status
-from pipelines.cli.main import main as cli
 from pipelines.file_trash.generator import generate_event_mix, publish_events
 from pipelines.file_trash.topology import (
     AUDIT_LOG,
