@@ -56,6 +56,15 @@ RUN_ELSEWHERE = {
     # docs/your-stream.md: a temporary dg project declaring ORDERS, provisioned and launched
     "jsl provision --project . --yes": "tests/pipelines/components/test_orders_end_to_end.py",
     "dg launch --assets '*'": "tests/pipelines/components/test_orders_end_to_end.py",
+    # docs/your-stream.md's install and set-up, followed word for word in a temporary folder
+    # (the venv's bin first on PATH is what activate does; the server is the same binary with
+    # JetStream and a store dir, on a free port)
+    "python3.11 -m venv .venv": "tests/test_install.py",
+    ". .venv/bin/activate": "tests/test_install.py",
+    "pip install /path/to/jetstream-lakehouse": "tests/test_install.py",
+    "jsl setup": "tests/test_install.py",
+    "nats-server --jetstream --store_dir .data/nats": "tests/test_install.py",
+    "jsl tables": "tests/test_install.py",
     "make test": ".ci/run",  # this suite
     "make dev": "tests/ui/test_cli.py",
     "DAGSTER_WEBSERVER_PORT=3001 make dev": "tests/ui/test_cli.py",
