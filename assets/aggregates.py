@@ -10,7 +10,13 @@ from dagster import (
     asset,
 )
 
-from pipelines.lakehouse.aggregates import Aggregate, run_aggregate
+from assets.nothing_new import finding_metadata
+from pipelines.lakehouse.aggregates import (
+    Aggregate,
+    AggregateResult,
+    aggregate_unchanged,
+    run_aggregate,
+)
 from pipelines.lakehouse.refresh import refresh_summary
 from resources.lakehouse import TABLE_METADATA_KEY, LakehouseResource
 from resources.spark import SparkResource
@@ -55,32 +61,42 @@ def build_aggregate_asset(
         context: AssetExecutionContext, spark: SparkResource, lakehouse: LakehouseResource
     ) -> MaterializeResult:
         """Brings the aggregate up to date with its silver table (only the changed time
-        buckets when it has a grain)."""
-        result = run_aggregate(
-            spark.get_session(),
-            aggregate,
-            source_path=lakehouse.table_path(source_table),
-            path=lakehouse.table_path(aggregate.table),
-        )
+        buckets when it has a grain); with nothing new (found from the Delta logs), reports
+        so without starting Spark."""
+        source_path = lakehouse.table_path(source_table)
+        path = lakehouse.table_path(aggregate.table)
+        unchanged = aggregate_unchanged(aggregate, source_path=source_path, path=path)
+        if unchanged is not None:
+            result, finding = unchanged
+            context.log.info(finding.describe())
+            return _materialization(result, finding_metadata(finding))
+        result = run_aggregate(spark.get_session(), aggregate, source_path=source_path, path=path)
         unit = f"{aggregate.grain or 'bucket'}s"
         context.log.info(
             f"{aggregate.table}: {result.rows} rows, Delta v{result.version}, "
             + refresh_summary(result.mode, result.written, result.buckets, unit)
         )
-        return MaterializeResult(
-            metadata={
-                "dagster/row_count": MetadataValue.int(result.rows),
-                "delta_version": MetadataValue.int(result.version or 0),
-                "rewritten": MetadataValue.bool(result.written),
-                "refresh": MetadataValue.text(result.mode),
-                **(
-                    {"buckets_recomputed": MetadataValue.int(result.buckets)}
-                    if result.mode == "incremental"
-                    else {}
-                ),
-                "source_version": MetadataValue.int(result.source_version or 0),
-                "table_path": MetadataValue.path(result.path),
-            }
-        )
+        nothing_new = {"nothing_new": MetadataValue.bool(result.mode == "unchanged")}
+        return _materialization(result, nothing_new)
 
     return declared_aggregate
+
+
+def _materialization(result: AggregateResult, extra: dict[str, MetadataValue]) -> MaterializeResult:
+    """An aggregate's `MaterializeResult`, with `extra` metadata."""
+    return MaterializeResult(
+        metadata={
+            "dagster/row_count": MetadataValue.int(result.rows),
+            "delta_version": MetadataValue.int(result.version or 0),
+            "rewritten": MetadataValue.bool(result.written),
+            "refresh": MetadataValue.text(result.mode),
+            **(
+                {"buckets_recomputed": MetadataValue.int(result.buckets)}
+                if result.mode == "incremental"
+                else {}
+            ),
+            "source_version": MetadataValue.int(result.source_version or 0),
+            "table_path": MetadataValue.path(result.path),
+            **extra,
+        }
+    )

@@ -14,8 +14,10 @@ from dagster import (
 )
 from pydantic import Field
 
+from assets.nothing_new import finding_metadata
 from pipelines.ingest.bronze import BRONZE_SCHEMA
 from pipelines.ingest.engine import IngestResult
+from pipelines.ingest.idle import nothing_to_land
 from pipelines.ingest.options import IngestRunOptions
 from pipelines.ingest.run import ingest
 from pipelines.ingest.spec import IngestSpec
@@ -115,16 +117,23 @@ def build_bronze_asset(
         spark: SparkResource,
         lakehouse: LakehouseResource,
     ) -> MaterializeResult:
-        """Lands the consumer's next range in the bronze Delta table, exactly once."""
+        """Lands the consumer's next range in the bronze Delta table, exactly once; with
+        nothing new (found without Spark), reports so without starting Spark."""
         client = jetstream.get_client()
-        session = spark.get_session()
         path = lakehouse.table_path(spec.table)
+        checkpoints = client.create_key_value(spec.checkpoint_bucket_spec())
+        idle = nothing_to_land(client, spec, path, checkpoints=checkpoints, until=config.end_seq)
+        if idle is not None:
+            context.log.info(idle.finding.describe())
+            metadata = ingest_metadata(idle.result, idle.rows, path)
+            return MaterializeResult(metadata={**metadata, **finding_metadata(idle.finding)})
+        session = spark.get_session()
         result = ingest(
             client,
             session,
             spec,
             path,
-            checkpoints=client.create_key_value(spec.checkpoint_bucket_spec()),
+            checkpoints=checkpoints,
             run_id=context.run.run_id,
             options=IngestRunOptions(until=config.end_seq),
         )
@@ -137,13 +146,16 @@ def build_bronze_asset(
                 + ("" if result.written else ", already committed: skipped")
                 + f"); consumer {spec.durable!r} ack floor {result.ack_floor}, lag {result.lag}"
             )
-        return MaterializeResult(metadata=ingest_metadata(result, session, path))
+        metadata = ingest_metadata(result, count_rows(session, path), path)
+        metadata["nothing_new"] = MetadataValue.bool(result.start is None)
+        return MaterializeResult(metadata=metadata)
 
     return bronze_asset
 
 
-def ingest_metadata(result: IngestResult, session, path: str) -> dict[str, MetadataValue]:
-    """What a bronze materialisation reports (numbers plot over time in the UI)."""
+def ingest_metadata(result: IngestResult, rows: int | None, path: str) -> dict[str, MetadataValue]:
+    """What a bronze materialisation reports (numbers plot over time in the UI); `rows` is
+    the table's row count (None: no table, or not known)."""
     metadata = {
         "range_start": MetadataValue.int(result.start or 0),
         "range_end": MetadataValue.int(result.end or 0),
@@ -164,7 +176,6 @@ def ingest_metadata(result: IngestResult, session, path: str) -> dict[str, Metad
     if result.gap:
         metadata["gap"] = MetadataValue.text(f"{result.gap[0]}-{result.gap[1]}")
         metadata["gap_messages"] = MetadataValue.int(result.gap[1] - result.gap[0] + 1)
-    rows = count_rows(session, path)
     if rows is not None:
         metadata["dagster/row_count"] = MetadataValue.int(rows)
     return metadata

@@ -21,8 +21,18 @@ metadata names them and the command to fetch each, the `contract_version` the ba
 record and, when the run changed a table's schema to follow the contract, `schema_changes`
 (docs/contract-changes.md).
 
-A run with nothing new reports its tables (nothing written) and the checks with the
-verdicts recorded with the watermark by the batch the tables last took in.
+A run with nothing new reports its tables (nothing written, `nothing_new: true`) and the
+checks with the verdicts recorded with the watermark by the batch the tables last took in,
+each marked as carried over (`carried_over_from_run`, the run that judged that batch, and a
+description saying so), not as a new judgement. It finds that it has nothing new before
+starting Spark (`pipelines.silver.stage.nothing_to_process`: the watermark against the
+bronze table's Delta log), and then reports everything from the Delta logs, without Spark.
+The checks are reported again, not left out, although Dagster would let the step leave them
+out: a blocking check without a result does not hold the next step of the run (Dagster
+proceeds "without gating on it"), and declarative automation's
+`all_deps_blocking_checks_passed` counts only the checks of the latest materialisation, so
+leaving them out would let gold take a batch that failed a blocking check, and hold it
+after one that passed (docs/lakehouse.md, "A stage with nothing new").
 """
 
 import datetime as dt
@@ -41,14 +51,17 @@ from dagster import (
     AutomationCondition,
     MaterializeResult,
     MetadataValue,
+    TableSchema,
     multi_asset,
 )
 
 from assets.artifact_metadata import artifact_metadata
+from assets.nothing_new import finding_metadata
 from assets.table_schema import declared_schema, table_schema
 from pipelines.contract import Contract
 from pipelines.ingest.spec import IngestSpec
 from pipelines.lakehouse.artifacts import ARTIFACTS_BUCKET, StoredArtifact
+from pipelines.lakehouse.delta_log import TableFiles
 from pipelines.lakehouse.delta_tables import table_version
 from pipelines.lakehouse.watermarks import WatermarkConflictError, WatermarkStore
 from pipelines.silver.artifacts import store_silver_artifacts
@@ -58,8 +71,10 @@ from pipelines.silver.schema import QUARANTINE_SCHEMA, silver_schema
 from pipelines.silver.stage import (
     QUARANTINE,
     ContractSilverResult,
+    IdleSilver,
     Policy,
     RuleCheck,
+    nothing_to_process,
     quarantine_table,
     recorded_checked,
     recorded_failures,
@@ -244,8 +259,13 @@ def _silver_multi_asset(
         lakehouse: LakehouseResource,
         quality: DataQualityResource,
     ):
-        """Parses, checks, de-duplicates and routes new bronze rows by the event contract."""
+        """Parses, checks, de-duplicates and routes new bronze rows by the event contract;
+        with nothing new (found without Spark), reports so without starting Spark."""
         client = jetstream.get_client()
+        idle = _nothing_to_process(silver, client, lakehouse)
+        if idle is not None:
+            yield from _report_idle(silver, checks, context, lakehouse, idle)
+            return
         session = spark.get_session()
         yield from _materialise(silver, checks, context, client, session, lakehouse, quality)
 
@@ -270,8 +290,46 @@ def _materialise(
     verdicts = list(_check_results(checks, silver.keys, result, silver.mostly))
     stored = _store_artifacts(silver, context, client, paths, result, verdicts)
     for target, key in silver.keys.items():  # every table: the asset is not subsettable
-        yield _materialization(session, silver.contract, target, key, paths[target], result, stored)
+        table = _table_now(session, silver.contract, target, paths[target], result)
+        yield _materialization(silver.contract, target, key, paths[target], result, stored, table)
     wanted = context.selected_asset_check_keys
+    yield from (v for v in verdicts if AssetCheckKey(v.asset_key, v.check_name) in wanted)
+
+
+def _nothing_to_process(
+    silver: _SilverSettings, client: JetStreamClient, lakehouse: LakehouseResource
+) -> IdleSilver | None:
+    """The stage's finding of nothing new, from its watermark and the Delta logs (no
+    Spark); None: something may be new, or the logs are not readable here."""
+    paths = {target: lakehouse.table_path(table) for target, table in silver.tables.items()}
+    return nothing_to_process(
+        WatermarkStore(client.create_key_value(silver.ingest.checkpoint_bucket_spec())),
+        stream=silver.stream,
+        bronze_path=lakehouse.table_path(silver.ingest.table),
+        table_paths={name: path for name, path in paths.items() if name != QUARANTINE},
+        quarantine_path=paths[QUARANTINE],
+        stage=stage_name(silver.stream),
+    )
+
+
+def _report_idle(
+    silver: _SilverSettings,
+    checks: list[RuleCheck],
+    context: AssetExecutionContext,
+    lakehouse: LakehouseResource,
+    idle: IdleSilver,
+) -> Iterator[MaterializeResult | AssetCheckResult]:
+    """Every table's `MaterializeResult` of a run with nothing new, each from its Delta log,
+    then the selected checks carried over from the batch the tables last took in."""
+    context.log.info(idle.finding.describe())
+    context.log.info(_summary(silver.ingest.table, idle.result))
+    found = finding_metadata(idle.finding)
+    for target, key in silver.keys.items():
+        path = lakehouse.table_path(silver.tables[target])
+        table = _logged_table(silver.contract, target, idle.tables[target])
+        yield _materialization(silver.contract, target, key, path, idle.result, (), table, found)
+    wanted = context.selected_asset_check_keys
+    verdicts = _check_results(checks, silver.keys, idle.result, silver.mostly)
     yield from (v for v in verdicts if AssetCheckKey(v.asset_key, v.check_name) in wanted)
 
 
@@ -411,17 +469,33 @@ def _check_result(
         passed = within_mostly(failing, rows, mostly)
     if rows is not None:
         metadata["rows_checked"] = MetadataValue.int(rows)
+    description = check.rule.description
+    judged_in = _carried_over_from(result)
+    if judged_in is not None:
+        metadata["carried_over_from_run"] = MetadataValue.text(judged_in)
+        description = (
+            f"Carried over, not judged again: the verdict on {_batch(result)}, the batch "
+            f"run {judged_in} judged and the table last took in. {description}"
+        )
     return AssetCheckResult(
         asset_key=keys[check.target],
         check_name=check.rule.name,
         passed=passed,
         severity=AssetCheckSeverity.ERROR if check.blocking else AssetCheckSeverity.WARN,
-        description=check.rule.description,
+        description=description,
         metadata=metadata,
     )
 
 
+def _carried_over_from(result: ContractSilverResult) -> str | None:
+    """The run whose verdicts a run with nothing new reports again (None: a new batch)."""
+    if result.processed or result.watermark is None:
+        return None
+    return result.watermark.run_id
+
+
 def _batch(result: ContractSilverResult) -> str:
+    """The batch `result`'s verdicts judge: this run's, or the one the tables last took in."""
     if result.processed:
         return f"bronze seq {result.bronze_start}-{result.bronze_end}"
     watermark = result.watermark
@@ -448,24 +522,66 @@ def _written(result: ContractSilverResult) -> dict[str, int]:
     return written
 
 
-def _materialization(session, contract, target, key, path, result, stored) -> MaterializeResult:
+@dataclass(frozen=True)
+class _TableNow:
+    """A silver table as its materialisation reports it: version, rows and columns."""
+
+    version: int | None  # None: no table
+    rows: int | None  # None: not known
+    column_schema: TableSchema | None  # an event type's table's (None for the quarantine)
+
+
+def _table_now(
+    session, contract: Contract, target: str, path: str, result: ContractSilverResult
+) -> _TableNow:
+    """The table after a stage run, read with Spark: the version the stage read right after
+    its merge (no second read of the log); when it merged nothing, the version it read
+    before its merges; in a run with nothing new, the table's latest. The row count is of
+    the latest version."""
+    merge = result.quarantine if target == QUARANTINE else result.tables[target]
+    version = merge.version if merge.version is not None else table_version(session, path)
+    rows = None
+    if version is not None:
+        rows = session.read.format("delta").load(path).count()
+    schema = None
+    if target != QUARANTINE:
+        schema = table_schema(silver_schema(contract.event_type(target), session))
+    return _TableNow(version, rows, schema)
+
+
+def _logged_table(contract: Contract, target: str, files: TableFiles | None) -> _TableNow:
+    """The table as its Delta log says (a run with nothing new): its version, and its rows
+    from the files' statistics; the columns the contract declares."""
+    schema = None if target == QUARANTINE else declared_schema(contract.event_type(target))
+    if files is None:
+        return _TableNow(None, None, schema)
+    return _TableNow(files.version, files.rows, schema)
+
+
+def _materialization(
+    contract: Contract,
+    target: str,
+    key: AssetKey,
+    path: str,
+    result: ContractSilverResult,
+    stored: tuple[StoredArtifact, ...],
+    table: _TableNow,
+    extra: dict[str, MetadataValue] | None = None,
+) -> MaterializeResult:
+    """A table's `MaterializeResult` after a stage run, with `extra` metadata."""
     merge = result.quarantine if target == QUARANTINE else result.tables[target]
     metadata = {
         "rows_in": MetadataValue.int(result.rows_in),
         "rows_written": MetadataValue.int(merge.inserted),
         "table_path": MetadataValue.path(path),
         "bronze_range": MetadataValue.text(_batch(result)),
+        "nothing_new": MetadataValue.bool(not result.processed),
         **artifact_metadata(stored),
     }
-    # The version the stage read right after its merge (no second read of the log); when it
-    # merged nothing, the version it read before its merges; in a run with nothing new, the
-    # table's latest. The row count below is of the latest version.
-    version = merge.version if merge.version is not None else table_version(session, path)
-    if version is not None:
-        metadata["delta_version"] = MetadataValue.int(version)
-        metadata["dagster/row_count"] = MetadataValue.int(
-            session.read.format("delta").load(path).count()
-        )
+    if table.version is not None:
+        metadata["delta_version"] = MetadataValue.int(table.version)
+    if table.version is not None and table.rows is not None:
+        metadata["dagster/row_count"] = MetadataValue.int(table.rows)
     version_text = result.contract_versions.get(target)
     if version_text:
         metadata["contract_version"] = MetadataValue.text(version_text)
@@ -481,7 +597,6 @@ def _materialization(session, contract, target, key, path, result, stored) -> Ma
     if target == QUARANTINE:
         for rule, rows in sorted(result.quarantined_by_rule.items()):
             metadata[f"quarantined_{rule}"] = MetadataValue.int(rows)
-    else:
-        schema = silver_schema(contract.event_type(target), session)
-        metadata["dagster/column_schema"] = table_schema(schema)
-    return MaterializeResult(asset_key=key, metadata=metadata)
+    elif table.column_schema is not None:
+        metadata["dagster/column_schema"] = table.column_schema
+    return MaterializeResult(asset_key=key, metadata={**metadata, **(extra or {})})

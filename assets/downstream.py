@@ -11,8 +11,9 @@ from dagster import (
 
 from assets.automation import AFTER_UPSTREAM_CHECKS
 from assets.gold import SILVER_FILE_DELETED_KEY
+from assets.nothing_new import finding_metadata
 from pipelines.file_trash import tables
-from pipelines.file_trash.downstream import publish_trashed
+from pipelines.file_trash.downstream import PublishResult, nothing_to_publish, publish_trashed
 from pipelines.file_trash.events import FILE_TRASHED_SUBJECT
 from pipelines.file_trash.topology import CHECKPOINTS, FILE_EVENTS
 from pipelines.lakehouse.watermarks import WatermarkStore
@@ -37,12 +38,21 @@ def file_trashed_events(
     spark: SparkResource,
     lakehouse: LakehouseResource,
 ) -> MaterializeResult:
-    """Publishes a FilePlacedInTrashEvent for each silver row not yet published for."""
+    """Publishes a FilePlacedInTrashEvent for each silver row not yet published for; with
+    nothing new (found without Spark), reports so without starting Spark."""
+    client = jetstream.get_client()
+    watermarks = WatermarkStore(client.key_value(CHECKPOINTS.bucket))
+    silver_path = lakehouse.table_path(tables.SILVER_FILE_DELETED)
+    idle = nothing_to_publish(watermarks, silver_path)
+    if idle is not None:
+        result, finding = idle
+        context.log.info(finding.describe())
+        return MaterializeResult(metadata={**_metadata(result), **finding_metadata(finding)})
     result = publish_trashed(
-        jetstream.get_client(),
+        client,
         spark.get_session(),
-        lakehouse.table_path(tables.SILVER_FILE_DELETED),
-        watermarks=WatermarkStore(jetstream.get_client().key_value(CHECKPOINTS.bucket)),
+        silver_path,
+        watermarks=watermarks,
         now=dt.datetime.now(dt.UTC),
         run_id=context.run.run_id,
     )
@@ -50,6 +60,12 @@ def file_trashed_events(
         f"{FILE_TRASHED_SUBJECT}: {result.published} published, {result.duplicates} dropped "
         f"by the stream as duplicates (stream seq {result.first_seq}-{result.last_seq})"
     )
+    nothing_new = {"nothing_new": MetadataValue.bool(result.silver_end is None)}
+    return MaterializeResult(metadata={**_metadata(result), **nothing_new})
+
+
+def _metadata(result: PublishResult) -> dict[str, MetadataValue]:
+    """What a publisher run reports: the events published and dropped, and where."""
     metadata = {
         "published": MetadataValue.int(result.published),
         "duplicates": MetadataValue.int(result.duplicates),
@@ -58,4 +74,4 @@ def file_trashed_events(
         metadata["silver_range"] = MetadataValue.text(f"{result.silver_start}-{result.silver_end}")
     if result.last_seq is not None:
         metadata["stream_range"] = MetadataValue.text(f"{result.first_seq}-{result.last_seq}")
-    return MaterializeResult(metadata=metadata)
+    return metadata

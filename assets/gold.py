@@ -14,8 +14,9 @@ from dagster import (
 from pydantic import Field
 
 from assets.automation import AFTER_UPSTREAM_CHECKS
+from assets.nothing_new import finding_metadata
 from pipelines.file_trash import tables
-from pipelines.file_trash.gold_stage import GoldPaths, run_gold
+from pipelines.file_trash.gold_stage import GoldPaths, GoldTable, gold_unchanged, run_gold
 from pipelines.lakehouse.refresh import refresh_summary
 from resources.lakehouse import TABLE_METADATA_KEY, LakehouseResource
 from resources.spark import SparkResource
@@ -65,37 +66,49 @@ def gold_file_trash(
     lakehouse: LakehouseResource,
 ):
     """Brings the gold tables up to date with silver/file_deleted: the daily tables in the
-    days whose silver rows changed, expiring_files when silver or the day changed."""
-    session = spark.get_session()
+    days whose silver rows changed, expiring_files when silver or the day changed. With
+    nothing new (found from the Delta logs), reports so without starting Spark."""
     paths = GoldPaths(
         file_deleted=lakehouse.table_path(tables.SILVER_FILE_DELETED),
         daily_by_user=lakehouse.table_path(tables.GOLD_DAILY_BY_USER),
         daily_by_mime_type=lakehouse.table_path(tables.GOLD_DAILY_BY_MIME_TYPE),
         expiring_files=lakehouse.table_path(tables.GOLD_EXPIRING_FILES),
     )
-    results = run_gold(
-        session,
-        paths,
-        now=dt.datetime.now(dt.UTC),
-        expiring_within=dt.timedelta(days=config.expiring_within_days),
-    )
+    now = dt.datetime.now(dt.UTC)
+    within = dt.timedelta(days=config.expiring_within_days)
+    unchanged = gold_unchanged(paths, now=now, expiring_within=within)
+    if unchanged is not None:
+        for name, (table, finding) in unchanged.items():
+            context.log.info(f"{GOLD_KEYS[name].to_user_string()}: nothing new: {finding.reason}")
+            yield _materialization(name, table, finding_metadata(finding))
+        return
+    results = run_gold(spark.get_session(), paths, now=now, expiring_within=within)
     for name, table in results.items():
         context.log.info(
             f"{GOLD_KEYS[name].to_user_string()}: {table.rows} rows, Delta v{table.version}, "
             + refresh_summary(table.mode, table.written, table.buckets, "days")
         )
-        yield MaterializeResult(
-            asset_key=GOLD_KEYS[name],
-            metadata={
-                "dagster/row_count": MetadataValue.int(table.rows),
-                "delta_version": MetadataValue.int(table.version or 0),
-                "rewritten": MetadataValue.bool(table.written),
-                "refresh": MetadataValue.text(table.mode),
-                **(
-                    {"days_recomputed": MetadataValue.int(table.buckets)}
-                    if table.mode == "incremental"
-                    else {}
-                ),
-                "table_path": MetadataValue.path(table.path),
-            },
-        )
+        nothing_new = {"nothing_new": MetadataValue.bool(table.mode == "unchanged")}
+        yield _materialization(name, table, nothing_new)
+
+
+def _materialization(
+    name: str, table: GoldTable, extra: dict[str, MetadataValue]
+) -> MaterializeResult:
+    """Gold table `name`'s `MaterializeResult`, with `extra` metadata."""
+    return MaterializeResult(
+        asset_key=GOLD_KEYS[name],
+        metadata={
+            "dagster/row_count": MetadataValue.int(table.rows),
+            "delta_version": MetadataValue.int(table.version or 0),
+            "rewritten": MetadataValue.bool(table.written),
+            "refresh": MetadataValue.text(table.mode),
+            **(
+                {"days_recomputed": MetadataValue.int(table.buckets)}
+                if table.mode == "incremental"
+                else {}
+            ),
+            "table_path": MetadataValue.path(table.path),
+            **extra,
+        },
+    )

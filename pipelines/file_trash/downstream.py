@@ -9,6 +9,9 @@ a msg-id derived from their source (`trashed-<eventId>`), so the stream drops th
 inside its duplicate window (the acknowledgement says `duplicate`). A repeat after the window
 (a batch retried minutes later) is stored again; its eventId is a uuid5 of the source's, so
 silver's eventId uniqueness rule keeps it out of `silver/file_trashed`.
+
+`nothing_to_publish` finds a run with nothing to publish before it starts Spark, from the
+watermark and the largest `seq` silver's Delta log records for its files.
 """
 
 from __future__ import annotations
@@ -26,6 +29,7 @@ from pipelines.file_trash.events import (
     trashed_msg_id,
 )
 from pipelines.lakehouse.delta_tables import table_version
+from pipelines.lakehouse.nothing_new import CannotTell, NothingNew, largest, table_files
 from pipelines.lakehouse.watermarks import Watermark, WatermarkStore
 from resources.jetstream import JetStreamClient
 from resources.jetstream.core.messages import MSG_ID_HEADER
@@ -56,6 +60,34 @@ def _chunks(rows: Iterator, size: int) -> Iterator[list]:
             chunk = []
     if chunk:
         yield chunk
+
+
+def nothing_to_publish(
+    watermarks: WatermarkStore, silver_path: str
+) -> tuple[PublishResult, NothingNew] | None:
+    """What `publish_trashed` would return when no silver row is past the watermark, read
+    from the KV watermark and silver's Delta log alone (its files' largest `seq`, no Spark),
+    with what was compared; None when a row may be, or the log cannot be read here (a table
+    off the local filesystem): run `publish_trashed` then."""
+    watermark = watermarks.load(STAGE)
+    try:
+        files = table_files(silver_path, ("seq",))
+        newest = largest(files, "seq")
+    except CannotTell:
+        return None
+    if newest is not None and newest > watermark.position:
+        return None
+    held = "no table yet" if files is None else f"v{files.version} holds up to seq {newest}"
+    finding = NothingNew(
+        "events/file_trashed",
+        (
+            ("silver_version", None if files is None else files.version),
+            ("silver_max_seq", newest),
+            ("watermark", watermark.position),
+        ),
+        f"silver/file_deleted {held}, events are published up to seq {watermark.position}",
+    )
+    return PublishResult(0, 0, None, None, None, None, watermark), finding
 
 
 def publish_trashed(

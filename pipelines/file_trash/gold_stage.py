@@ -13,7 +13,8 @@ those days, so what it reads follows the days the new rows touched, not the tabl
 whenever silver or the day changed (its filter on `expires_at` reads only the files that
 can hold the horizon). Each write records in its Delta commit the silver version and what
 else the table depends on; when nothing changed the run writes nothing, so running gold
-again over the same data changes nothing.
+again over the same data changes nothing. `gold_unchanged` finds that from the Delta logs
+before a run starts Spark.
 """
 
 from __future__ import annotations
@@ -27,7 +28,16 @@ from pyspark.sql import DataFrame, SparkSession
 from pipelines.file_trash import gold
 from pipelines.file_trash.events import FILE_DELETED_EVENT
 from pipelines.file_trash.topology import file_trash_contract
-from pipelines.lakehouse.refresh import TimeBuckets, read_source, refresh_table
+from pipelines.lakehouse.nothing_new import CannotTell, NothingNew
+from pipelines.lakehouse.refresh import (
+    LoggedSource,
+    TimeBuckets,
+    Unchanged,
+    logged_source,
+    read_source,
+    refresh_table,
+    unchanged_from_logs,
+)
 from pipelines.silver.schema import silver_schema
 
 DEFAULT_EXPIRING_WITHIN = dt.timedelta(days=7)
@@ -120,3 +130,57 @@ def run_gold(
             refreshed.buckets,
         )
     return results
+
+
+def gold_unchanged(
+    paths: GoldPaths,
+    *,
+    now: dt.datetime,
+    expiring_within: dt.timedelta = DEFAULT_EXPIRING_WITHIN,
+) -> dict[str, tuple[GoldTable, NothingNew]] | None:
+    """What `run_gold` would return when it would write nothing, decided from the Delta logs
+    alone (`pipelines.lakehouse.refresh.unchanged_from_logs`, no Spark): each table, by short
+    name, with what was compared. None when a table would be written (silver changed, or a
+    new day for `expiring_files`), or the logs cannot tell: run `run_gold` then.
+
+    Arguments as `run_gold`'s.
+    """
+    day = now.astimezone(dt.UTC).replace(hour=0, minute=0, second=0, microsecond=0)
+    try:
+        source = logged_source(paths.file_deleted)
+    except CannotTell:
+        return None
+    found = {}
+    for name, (path, _, depends, buckets) in _tables(paths, day, expiring_within).items():
+        unchanged = unchanged_from_logs(
+            source,
+            path=path,
+            definition={"table": name, **depends},
+            buckets=buckets,
+            computes_without_source=True,  # run_gold reads silver with its schema
+        )
+        if unchanged is None or unchanged.rows is None:
+            return None
+        refreshed = unchanged.refreshed
+        table = GoldTable(
+            path, refreshed.version, unchanged.rows, False, refreshed.mode, refreshed.buckets
+        )
+        found[name] = (table, _finding(name, source, unchanged))
+    return found
+
+
+def _finding(name: str, source: LoggedSource, unchanged: Unchanged) -> NothingNew:
+    """What gold table `name` compared to find nothing new."""
+    recorded = unchanged.recorded_source_version
+    if recorded == source.version:
+        how = f"silver/file_deleted is at v{source.version}, as its last write recorded"
+    else:
+        how = (
+            f"silver/file_deleted is at v{source.version}, its last write recorded v{recorded} "
+            "and no silver commit since changed a row"
+        )
+    return NothingNew(
+        name,
+        (("silver_version", source.version), ("recorded_silver_version", recorded)),
+        f"{how}; the same day and definition",
+    )

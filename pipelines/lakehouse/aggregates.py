@@ -14,7 +14,8 @@ null values are skipped as SQL does. Each run brings the gold table up to the si
 table's current version (`pipelines.lakehouse.refresh`): with a time grain, only the buckets
 in which silver rows changed are recomputed and replaced; without one, or after the definition
 changed, the whole table. The silver version and the aggregate's definition are recorded in
-the Delta commit; when both are unchanged the run writes nothing.
+the Delta commit; when both are unchanged the run writes nothing, and `aggregate_unchanged`
+finds that from the Delta logs before a run starts Spark.
 Gold that is domain logic stays Python (`pipelines/file_trash/gold.py`).
 """
 
@@ -27,7 +28,14 @@ from dataclasses import asdict, dataclass
 from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
 
-from pipelines.lakehouse.refresh import TimeBuckets, read_source, refresh_table
+from pipelines.lakehouse.nothing_new import CannotTell, NothingNew
+from pipelines.lakehouse.refresh import (
+    TimeBuckets,
+    logged_source,
+    read_source,
+    refresh_table,
+    unchanged_from_logs,
+)
 
 GRAINS = ("hour", "day", "week", "month")
 _WIDTHS = {
@@ -205,3 +213,44 @@ def run_aggregate(
         refreshed.mode,
         refreshed.buckets,
     )
+
+
+def aggregate_unchanged(
+    aggregate: Aggregate, *, source_path: str, path: str
+) -> tuple[AggregateResult, NothingNew] | None:
+    """What `run_aggregate` would return when it would write nothing, decided from the Delta
+    logs alone (`pipelines.lakehouse.refresh.unchanged_from_logs`, no Spark), with what was
+    compared; None when it would write, or the logs cannot tell: run `run_aggregate` then.
+
+    Arguments as `run_aggregate`'s.
+    """
+    try:
+        source = logged_source(source_path)
+    except CannotTell:
+        return None
+    unchanged = unchanged_from_logs(
+        source,
+        path=path,
+        definition=aggregate.definition(),
+        buckets=aggregate.time_buckets(),
+    )
+    if unchanged is None or (unchanged.refreshed.version is not None and unchanged.rows is None):
+        return None
+    refreshed = unchanged.refreshed
+    result = AggregateResult(
+        path,
+        refreshed.version,
+        unchanged.rows or 0,
+        False,
+        refreshed.source_version,
+        refreshed.mode,
+        refreshed.buckets,
+    )
+    recorded = unchanged.recorded_source_version
+    at = "has no table yet" if source.version is None else f"is at v{source.version}"
+    finding = NothingNew(
+        aggregate.table,
+        (("source_version", source.version), ("recorded_source_version", recorded)),
+        f"its silver table {at}, its last write recorded v{recorded}; the same definition",
+    )
+    return result, finding

@@ -36,6 +36,11 @@ the last one recorded for the table, and fails one that commits at the same time
 another. So a run that read gold before another run wrote it never lands over it, and gold
 is always a state one run computed from the state it read.
 Maintenance commits (OPTIMIZE, VACUUM, table properties) change no rows and are looked past.
+
+`unchanged_from_logs` answers step 2 (and step 3's "no changed bucket" when every silver
+commit since changed nothing) from the Delta logs of local tables alone, so that a run with
+nothing new for gold decides so before it starts Spark; when it cannot tell, the run goes
+through `refresh_table`.
 """
 
 from __future__ import annotations
@@ -52,7 +57,14 @@ from pyspark.sql import Column, DataFrame, Row, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql.types import DateType, StructType
 
+from pipelines.lakehouse.delta_log import (
+    CommitSummary,
+    TableLogError,
+    read_commits,
+    read_table_state,
+)
 from pipelines.lakehouse.delta_tables import delta_path, last_commits, table_version
+from pipelines.lakehouse.nothing_new import CannotTell, table_files
 
 # What Delta answers for a change data read across a change of silver's schema that it
 # cannot read in one schema (a widened type, a renamed column: `pipelines.silver.evolution`):
@@ -194,6 +206,152 @@ def refresh_table(
     return Refreshed(path, after, written, mode, source.version, count, reason)
 
 
+@dataclass(frozen=True)
+class LoggedSource:
+    """A silver table as its Delta log says (no Spark), for `unchanged_from_logs`.
+
+    Attributes:
+        path: the silver Delta table.
+        version: its current version; None when there is no table yet.
+        table_id: its Delta table id.
+    """
+
+    path: str
+    version: int | None
+    table_id: str | None
+
+
+def logged_source(path: str) -> LoggedSource:
+    """The silver table at `path` as its Delta log says, what `read_source` would read.
+
+    Raises:
+        CannotTell: the table is not on a local filesystem, or its log cannot be read.
+    """
+    try:
+        state = read_table_state(path)
+    except TableLogError as error:
+        raise CannotTell(str(error)) from error
+    if state is None:
+        return LoggedSource(path, None, None)
+    return LoggedSource(path, state.version, state.table_id)
+
+
+@dataclass(frozen=True)
+class Unchanged:
+    """A gold table found up to date from the Delta logs alone (`unchanged_from_logs`).
+
+    Attributes:
+        refreshed: what `refresh_table` would return: mode "unchanged", nothing written.
+        rows: the table's rows, from its files' statistics (None: no table, or not known).
+        recorded_source_version: the silver version its last data write recorded.
+    """
+
+    refreshed: Refreshed
+    rows: int | None
+    recorded_source_version: int | None
+
+
+def unchanged_from_logs(
+    source: LoggedSource,
+    *,
+    path: str,
+    definition: Mapping[str, Any],
+    buckets: TimeBuckets | None = None,
+    computes_without_source: bool = False,
+) -> Unchanged | None:
+    """Whether `refresh_table` would write nothing, decided from the Delta logs alone (no
+    Spark); None when it would write, or when the logs cannot tell.
+
+    It would write nothing when gold's last data write recorded silver's current version,
+    table id and `definition`; when there is no silver (and gold is not computed without
+    one: `computes_without_source`, as when `read_source` has a schema); or, for a table
+    with `buckets`, when every silver commit since the recorded version changed no row and
+    no metadata (OPTIMIZE, VACUUM): its change data then holds no bucket to recompute.
+
+    Args:
+        source: silver as its log says (`logged_source`).
+        path, definition, buckets: as `refresh_table`'s.
+        computes_without_source: gold is written from an empty frame while there is no
+            silver (`read_source` given a schema).
+    """
+    inputs = _json(
+        {
+            "source_version": source.version,
+            "source_id": source.table_id,
+            "definition": dict(definition),
+        }
+    )
+    try:
+        gold = table_files(path)
+        commits = _logged_commits(path, HISTORY_DEPTH)
+    except CannotTell:
+        return None
+    if gold is not None and (not commits or commits[0].version != gold.version):
+        return None  # gold moved between the two reads
+    version = None if gold is None else gold.version
+    rows = None if gold is None else gold.rows
+    recorded = next(
+        (_json_object(c.user_metadata) for c in commits if c.operation not in MAINTENANCE), None
+    )
+    since = None if recorded is None else recorded.get("source_version")
+    unchanged = Unchanged(Refreshed(path, version, False, "unchanged", source.version), rows, since)
+    if recorded is not None and {key: recorded.get(key) for key in inputs} == inputs:
+        return unchanged
+    if source.version is None and not computes_without_source:
+        return unchanged  # no silver yet
+    if buckets is not None and _rows_unchanged_since(source, recorded, inputs):
+        return Unchanged(
+            Refreshed(path, version, False, "unchanged", source.version, 0), rows, since
+        )
+    return None
+
+
+def _rows_unchanged_since(
+    source: LoggedSource, recorded: dict[str, Any] | None, inputs: dict[str, Any]
+) -> bool:
+    """Whether silver changed no row and no metadata since the version gold recorded, for
+    the same definition and silver table: what `_plan` would find as no changed bucket."""
+    if recorded is None or source.version is None:
+        return False
+    since = recorded.get("source_version")
+    if (
+        recorded.get("definition") != inputs["definition"]
+        or recorded.get("source_id") != source.table_id
+        or not isinstance(since, int)
+        or not 0 <= source.version - since <= HISTORY_DEPTH
+    ):
+        return False
+    try:
+        commits = _logged_commits(source.path, source.version - since)
+    except CannotTell:
+        return False
+    versions = [c.version for c in commits]
+    return versions == list(range(source.version, since, -1)) and not any(
+        c.changes for c in commits
+    )
+
+
+def _logged_commits(path: str, newest: int) -> list[CommitSummary]:
+    """The table's last `newest` commits from its log, newest first (`read_commits`).
+
+    Raises:
+        CannotTell: the table is not on a local filesystem, or its log cannot be read.
+    """
+    try:
+        return read_commits(path, newest) if newest > 0 else []
+    except TableLogError as error:
+        raise CannotTell(str(error)) from error
+
+
+def _json_object(text: str | None) -> dict[str, Any] | None:
+    """`text` (a commit's `userMetadata`) as a JSON object, or None."""
+    try:
+        recorded = json.loads(text or "null")
+    except ValueError:
+        return None
+    return recorded if isinstance(recorded, dict) else None
+
+
 def refresh_summary(mode: str, written: bool, buckets: int | None, unit: str) -> str:
     """What a refresh did, for a run's log: "full recompute", "3 days recomputed", ..."""
     if mode == "incremental" and written:
@@ -225,11 +383,7 @@ def _history(spark: SparkSession, path: str, enough: Callable[[list[Row]], bool]
 
 def _metadata(commit: Row) -> dict[str, Any] | None:
     """A commit's `userMetadata` as a JSON object, or None."""
-    try:
-        recorded = json.loads(commit["userMetadata"] or "null")
-    except ValueError:
-        return None
-    return recorded if isinstance(recorded, dict) else None
+    return _json_object(commit["userMetadata"])
 
 
 @dataclass(frozen=True)

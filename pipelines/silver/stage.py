@@ -22,7 +22,9 @@ stream with a contract (the file trash's FILE_EVENTS among them):
 
 A crash before step 6 makes the next run take the same rows again; the merges insert nothing
 twice. A run with nothing new writes nothing and returns the watermark, whose recorded
-counts still describe what the tables hold.
+counts still describe what the tables hold. `nothing_to_process` finds that before any
+Spark work, from the watermark and the bronze table's Delta log (its files' largest `seq`),
+so that a run with nothing new needs no SparkSession.
 """
 
 from __future__ import annotations
@@ -38,7 +40,9 @@ from pipelines.contract import Contract, Rule
 from pipelines.contract.fingerprint import contract_version, event_type_version
 from pipelines.contract.rules import KNOWN_EVENT_TYPE, PARSEABLE_JSON
 from pipelines.ingest.bronze import BRONZE_SCHEMA
+from pipelines.lakehouse.delta_log import TableFiles
 from pipelines.lakehouse.delta_tables import MergeOutcome, merge_new_rows, table_version
+from pipelines.lakehouse.nothing_new import CannotTell, NothingNew, largest, table_files
 from pipelines.lakehouse.watermarks import Watermark, WatermarkStore
 from pipelines.silver.duplicates import colliding_keys, event_keys
 from pipelines.silver.evolution import ColumnChange, OnSchemaChange, TablePlan, prepare_tables
@@ -373,6 +377,73 @@ def run_contract_silver(
         # on a batch that left frames empty; bench/HISTORY.md, change 5).
         for frame in reversed(cached):
             frame.unpersist()
+
+
+@dataclass(frozen=True)
+class IdleSilver:
+    """A silver run with nothing new, found without Spark (`nothing_to_process`).
+
+    Attributes:
+        result: what `run_contract_silver` returns with nothing new: no batch, the watermark.
+        finding: the positions compared.
+        tables: check target (event type name, or QUARANTINE) -> its table's live files now,
+            from its Delta log (None: no table yet).
+    """
+
+    result: ContractSilverResult
+    finding: NothingNew
+    tables: dict[str, TableFiles | None]
+
+
+def nothing_to_process(
+    watermarks: WatermarkStore,
+    *,
+    stream: str,
+    bronze_path: str,
+    table_paths: Mapping[str, str],
+    quarantine_path: str,
+    stage: str,
+) -> IdleSilver | None:
+    """What a run of the stage would find when no bronze row is past its watermark, read
+    from the KV watermark and the Delta logs alone; None when a row may be, or when the logs
+    cannot be read here (a table off the local filesystem): run `run_contract_silver` then.
+
+    The bronze table's files record their largest `seq` (Delta's statistics): when none is
+    past the watermark, the stage's read after it would find no row. Arguments as
+    `run_contract_silver`'s.
+
+    Raises:
+        RejudgeInProgressError: a retry or rebuild of the stage is under way or was
+            interrupted, as `run_contract_silver` raises.
+    """
+    watermark = watermarks.load(stage)
+    refuse_while_pending(watermarks.bucket, stage)
+    paths = {**table_paths, QUARANTINE: quarantine_path}
+    try:
+        bronze = table_files(bronze_path, ("seq",))
+        newest = largest(bronze, "seq")
+        if newest is not None and newest > watermark.position:
+            return None
+        tables = {target: table_files(path) for target, path in paths.items()}
+    except CannotTell:
+        return None
+    version = None if bronze is None else bronze.version
+    nothing = MergeOutcome(0, None)
+    empty = {name: nothing for name in table_paths}
+    result = ContractSilverResult(None, None, version, 0, empty, nothing, watermark=watermark)
+    held = (
+        "no bronze table yet" if bronze is None else f"bronze v{version} holds up to seq {newest}"
+    )
+    finding = NothingNew(
+        stage,
+        (
+            ("bronze_version", version),
+            ("bronze_max_seq", newest),
+            ("watermark", watermark.position),
+        ),
+        f"{held}, the silver watermark is at {watermark.position} ({stream})",
+    )
+    return IdleSilver(result, finding, tables)
 
 
 def _validate(
