@@ -42,6 +42,7 @@ SLOW_FIRST = (
     "tests/ui/test_cli.py",
     "tests/pipelines/silver/test_rejudge.py",
     "tests/pipelines/silver/test_rejudge_killed.py",
+    "tests/assets/test_nothing_new_skips_spark.py",
     "tests/cluster/test_spark_connect.py",
     "tests/pipelines/silver/test_evolution.py",
     "tests/assets/test_contract_silver.py",
