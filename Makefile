@@ -11,8 +11,8 @@ PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.installed
 EVENTS ?= 1000
 PYTEST_ARGS ?=
-# The suite runs on two pytest-xdist workers, a test file (a group: tests/conftest.py) to a
-# worker, so its module fixtures are set up once; TEST_WORKERS=0 runs it in this one process.
+# The suite runs on two pytest-xdist workers, a test file to a worker (its module fixtures are
+# set up once; the slowest files first: tests/conftest.py); TEST_WORKERS=0 runs it in one process.
 TEST_WORKERS ?= 2
 
 .PHONY: setup browser interop demo test dev lint bench clean lock
@@ -46,7 +46,7 @@ tests/interop/node_modules/.package-lock.json: tests/interop/package-lock.json
 	 echo "npm is missing: the nats.js interop tests will skip"
 
 test: setup browser interop
-	$(PY) -m pytest -n $(TEST_WORKERS) --dist loadgroup $(PYTEST_ARGS)
+	$(PY) -m pytest -n $(TEST_WORKERS) --dist loadfile $(PYTEST_ARGS)
 
 dev: setup
 	$(PY) -m pipelines.cli dev

@@ -27,16 +27,13 @@ os.environ.setdefault(
     "JSL_SPARK_CONF", json.dumps({"spark.driver.extraJavaOptions": TEST_JVM_OPTIONS})
 )
 
-# `make test` runs the suite on two xdist workers (`--dist loadgroup`): each group's tests run
-# on one worker, so module and session fixtures start once per group. A group is a test file,
-# but files that share a costly session fixture are one group (the UI's webserver).
-SHARED_GROUPS = {
-    "tests/ui/test_asset_graph.py": "tests/ui: the session's webserver",
-    "tests/ui/test_stream_observation.py": "tests/ui: the session's webserver",
-    "tests/ui/test_webserver.py": "tests/ui: the session's webserver",
-}
-# The slowest groups, slowest first (`--durations`, summed per file, in the last measured
-# run): handed out first, so that no worker starts one while the other is almost done.
+# `make test` runs the suite on two xdist workers (`--dist loadfile`): a test file's tests run
+# on one worker, so its module fixtures start once. (`--dist loadgroup` would let files share a
+# worker, but pytest-xdist 3.8 cannot group under pytest 9: the test ids it renames are not
+# the ones pytest 9 reads.) The files sharing the UI's session webserver may start it on
+# both workers.
+# The slowest files, slowest first (`--durations`, summed per file, in the last measured run):
+# handed out first, so that no worker starts one while the other is almost done.
 SLOW_FIRST = (
     "tests/pipelines/cli/test_demo.py",
     "tests/ui/test_cli.py",
@@ -47,7 +44,7 @@ SLOW_FIRST = (
     "tests/pipelines/silver/test_evolution.py",
     "tests/assets/test_contract_silver.py",
     "tests/pipelines/components/test_orders_end_to_end.py",
-    "tests/ui: the session's webserver",
+    "tests/ui/test_webserver.py",
     "tests/test_file_trash_end_to_end.py",
     "tests/pipelines/silver/test_stage.py",
     "tests/pipelines/wiring/test_maintenance.py",
@@ -59,16 +56,9 @@ SLOW_FIRST = (
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
-    """Marks each test with its xdist group and puts the slowest groups first."""
-
-    def group(item: pytest.Item) -> str:
-        path = item.nodeid.split("::")[0]
-        return SHARED_GROUPS.get(path, path)
-
-    for item in items:
-        item.add_marker(pytest.mark.xdist_group(group(item)))
-    rank = {name: index for index, name in enumerate(SLOW_FIRST)}
-    items.sort(key=lambda item: rank.get(group(item), len(rank)))  # stable: else as collected
+    """Puts the tests of the slowest files first (stable: the rest as collected)."""
+    rank = {path: index for index, path in enumerate(SLOW_FIRST)}
+    items.sort(key=lambda item: rank.get(item.nodeid.split("::")[0], len(rank)))
 
 
 @pytest.fixture(scope="session")
