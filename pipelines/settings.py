@@ -8,7 +8,7 @@ Nothing here is secret: credentials reach resources through `dagster.EnvVar` ins
   `pyproject.toml` that has a `[tool.dg]` table (or a `dg.toml`): the project `dg launch` and
   `dg dev` load, whose folder `dg dev` runs its code servers and runs in. With none, the
   working directory. Never a folder of the installed package, so that deleting a virtualenv
-  deletes no tables (`resources.lakehouse.default_data_dir`).
+  deletes no tables (`resources.data_dir.default_data_dir`).
 - `LAKEHOUSE_ROOT` (default `$LAKEHOUSE_DATA_DIR/lakehouse`): root of the Delta tables, a
   path or a URI.
 - `NATS_URL` (default `nats://127.0.0.1:4222`): NATS server(s), comma-separated.
@@ -29,7 +29,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
-from resources.lakehouse import default_data_dir, locations_line
+from resources.data_dir import default_data_dir, locations_line
 
 # The folder the project's packages are imported from: this repository's checkout, or the
 # virtualenv's site-packages when the package is installed. Only for what ships with the code

@@ -64,7 +64,7 @@ from urllib.parse import urlparse
 from dagster import ConfigurableResource
 from pydantic import Field
 
-from resources.lakehouse import default_data_dir
+from resources.data_dir import default_data_dir
 from resources.spark_artifacts import (
     DEFAULT_JARS_DIR,
     build_code_zip,

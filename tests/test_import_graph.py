@@ -192,8 +192,8 @@ PROJECT_LAYERS = (
     ("pipelines.definitions", "pipelines.defs"),  # the code location
     ("pipelines.cli",),  # operator tools
 )
-# What runs without Dagster: the generic stages, the engines and the domain.
-WITHOUT_DAGSTER = PROJECT_LAYERS[2:5]
+# What runs without Dagster: the settings, the generic stages, the engines and the domain.
+WITHOUT_DAGSTER = PROJECT_LAYERS[1:5]
 
 
 def project_layer_of(module: str) -> int:
@@ -216,7 +216,7 @@ def test_project_modules_import_only_their_layer_and_below(module):
     assert above == [], f"{module} (layer {own}) imports from a higher layer: {above}"
 
 
-def test_the_stages_the_engines_and_the_domain_run_without_dagster():
+def test_the_settings_the_stages_the_engines_and_the_domain_run_without_dagster():
     with_dagster = sorted(
         name
         for name, path in module_files().items()

@@ -8,7 +8,8 @@ import pytest
 from dagster import AssetExecutionContext, DagsterInstance, asset, materialize
 
 from pipelines.settings import DEFAULT_NATS_URL, SOURCE_DIR, Settings
-from resources.lakehouse import LakehouseResource, dg_project_root
+from resources.data_dir import dg_project_root
+from resources.lakehouse import LakehouseResource
 
 DG_PYPROJECT = """\
 [project]

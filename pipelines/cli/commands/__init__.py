@@ -8,8 +8,8 @@ from collections.abc import Iterator
 from pathlib import Path
 
 from pipelines.settings import Settings
+from resources.data_dir import dg_project_root
 from resources.jetstream import EmbeddedNatsServer, JetStreamResource
-from resources.lakehouse import dg_project_root
 
 
 def project_dir(args: argparse.Namespace) -> Path:
