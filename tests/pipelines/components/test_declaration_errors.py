@@ -32,8 +32,8 @@ from pipelines.components.errors import CODE_SERVER_LOGGER, ComponentDeclaration
 from pipelines.components.models import IngestModel, StreamModel
 from pipelines.components.stream import JetStreamStream
 from pipelines.contract.datatypes import TYPE_HELP
+from tests.pipelines.components.test_stream_component import DEFINITIONS, FIXTURES
 
-FIXTURES = Path(__file__).resolve().parents[2] / "pipelines" / "contract" / "fixtures"
 PYPROJECT = """\
 [project]
 name = "{name}"
@@ -45,13 +45,6 @@ directory_type = "project"
 [tool.dg.project]
 root_module = "{module}"
 registry_modules = ["pipelines.components"]
-"""
-DEFINITIONS = """\
-from pathlib import Path
-
-import dagster as dg
-
-defs = dg.load_from_defs_folder(path_within_project=Path(__file__).parent)
 """
 HEAD = """\
 type: pipelines.components.JetStreamStream
