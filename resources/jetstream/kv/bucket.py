@@ -32,6 +32,8 @@ from resources.jetstream.kv.stream import DELETED, KvStream
 from resources.jetstream.kv.watch import watch_entries
 from resources.jetstream.streams.state import StreamState
 
+NO_MESSAGE_FOUND = 10037  # JSNoMessageFoundErr: no message at or after the sequence
+
 if TYPE_CHECKING:
     from resources.jetstream.core.session import Session
     from resources.jetstream.kv.spec import KeyValueSpec
@@ -174,8 +176,45 @@ class KeyValueBucket(KvStream):
             KeyNotFoundError: the key was never written (or all its revisions expired).
         """
         check_key(key)
-        entries = self._call(lambda: self._kv.history(key), "read the history of", key)
-        return [KvEntry.from_nats(entry) for entry in entries]
+        found = self._call(lambda: self._revisions(key), "read the history of", key)
+        return [
+            KvEntry(
+                bucket=self.name,
+                key=key,
+                value=msg.data or b"",
+                revision=msg.seq or 0,
+                created=msg.time or dt.datetime.fromtimestamp(0, dt.UTC),
+                delta=len(found) - 1 - index,
+                operation=KvOperation(stored_operation(msg.headers or {})),
+            )
+            for index, msg in enumerate(found)
+        ]
+
+    async def _revisions(self, key: str) -> list:
+        """Every kept message of `key`, oldest first, read one by one with "next message
+        for this subject from sequence n".
+
+        Not nats-py's `KeyValue.history`: that one is a watch, which ends at a marker it
+        may put before the first message arrives on a loaded machine (the consumer's
+        pending count is already 0 while the delivery is still in flight), so a key with
+        revisions was read as never written.
+        """
+        subject = f"{self._pre}{key}"
+        found = []
+        seq = 1
+        while True:
+            try:
+                msg = await self._client.js.get_msg(
+                    self._stream, seq=seq, subject=subject, next=True, direct=self._direct
+                )
+            except nats.js.errors.NotFoundError as error:
+                if error.err_code not in (None, NO_MESSAGE_FOUND):  # None: a direct get's 404
+                    raise  # the bucket's stream is gone: `guard` says so
+                if not found:
+                    raise nats.js.errors.NoKeysError from error  # `guard`: key not found
+                return found
+            found.append(msg)
+            seq = (msg.seq or seq) + 1
 
     def watch(
         self,

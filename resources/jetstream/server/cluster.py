@@ -152,7 +152,12 @@ class EmbeddedNatsCluster:
         return self
 
     def wait_ready(self, timeout: float | None = None) -> None:
-        """Waits until every running node reports healthy (meta leader known, assets current).
+        """Waits until every running node reports healthy (meta leader known, assets current)
+        and the meta leader sees every running node as a current, online peer.
+
+        The second condition matters after a restart: each node can be healthy while the
+        meta leader still counts the restarted one offline, and a stream or bucket created
+        then with three replicas is refused ("no suitable peers for placement").
 
         Raises:
             EmbeddedServerError: a node is not healthy within `timeout` (default: the
@@ -170,6 +175,31 @@ class EmbeddedNatsCluster:
                         f"{node._log_tail()}"
                     )
                 time.sleep(0.1)
+        running = {node.name for node in self.nodes if node.running}
+        while not self._leader_sees(running):
+            if time.monotonic() >= deadline:
+                raise EmbeddedServerError(
+                    f"the cluster's meta leader did not see {sorted(running)} as current "
+                    f"peers within {timeout or self.startup_timeout}s"
+                )
+            time.sleep(0.1)
+
+    def _leader_sees(self, running: set[str]) -> bool:
+        """Whether some running node is the meta leader and reports every other running
+        node as a current peer that is not offline."""
+        for node in self.nodes:
+            if node.name not in running:
+                continue
+            meta = _meta_cluster(node)
+            if meta is None or meta.get("leader") != node.name:
+                continue
+            peers = {
+                replica["name"]
+                for replica in meta.get("replicas", ())
+                if replica.get("current") and not replica.get("offline")
+            }
+            return running - {node.name} <= peers
+        return False
 
     def stop(self) -> None:
         """Stops every node (SIGTERM, then SIGKILL); the stores stay."""
@@ -196,6 +226,15 @@ def _healthy(node: ClusterNode) -> bool:
             return response.status == 200
     except (urllib.error.URLError, ConnectionError, TimeoutError):
         return False
+
+
+def _meta_cluster(node: ClusterNode) -> dict | None:
+    """The node's view of the JetStream meta group (`/jsz`'s `meta_cluster`), or None."""
+    try:
+        with _DIRECT.open(f"{node.monitoring_url}/jsz", timeout=1) as response:
+            return json.loads(response.read()).get("meta_cluster")
+    except (urllib.error.URLError, ConnectionError, TimeoutError, ValueError):
+        return None
 
 
 __all__ = ["ClusterNode", "EmbeddedNatsCluster", "free_port"]
