@@ -1,31 +1,44 @@
 """Constraints on a field's value; each one becomes a named rule with a severity.
 
-    Range(minimum, maximum)      numbers: minimum <= value <= maximum (one rule for both bounds)
-    Pattern(regex)               strings: the whole value matches the regular expression
-    AllowedValues(values)        strings and integers: the value is one of the listed ones
-    MaxLength(length)            strings: at most that many characters
-    Format(format)               strings: a uuid, an ISO-8601 date-time or an email address
+    Range(minimum, maximum,      numbers: minimum <= value <= maximum, exclusive_minimum <
+          exclusive_minimum,     value < exclusive_maximum (one rule for all the bounds)
+          exclusive_maximum)
+    Pattern(regex)               strings: the regular expression is found in the value
+                                 (anywhere, as JSON Schema's `pattern`: anchor it with ^...$
+                                 to match the whole value)
+    AllowedValues(values)        strings, numbers, booleans: the value is one of the listed ones
+    MaxLength(length)            strings: at most that many characters (Unicode code points)
+    Format(format)               strings: a uuid, date-time, email, uri, ... (`formats`)
     NotInFuture(skew)            timestamps and dates: not later than the message's publish time
                                  (when the stream stored it) plus `skew` of allowed clock skew
 
 A constraint's rule is named `<column>_<suffix>` (`file_size_in_range`,
 `deleted_at_not_in_future`) unless it sets `rule`, and its severity is `quarantine` unless it
-sets `severity`. A constraint is checked against its field's type where the field is built;
-errors name the key (`pattern`, `maximum`, ...) relative to the field.
+sets `severity`. The constraints on sizes and multiples (`min_length`, `min_items`,
+`unique_items`, `multiple_of`, ...) are in `pipelines.contract.sizes`, with
+`CONSTRAINT_KINDS`, every kind by its key. A constraint is checked against its field's type
+where the field is built; errors name the key (`pattern`, `maximum`, ...) relative to the field.
 """
 
 from __future__ import annotations
 
 import datetime as dt
+import decimal
 import enum
 import re
 from dataclasses import dataclass
+from dataclasses import field as dataclass_field
 from typing import ClassVar
 
-from pipelines.contract.datatypes import FieldType, TypeKind
+from pipelines.contract.datatypes import NUMERIC_KINDS, FieldType, TypeKind, stable_repr
+from pipelines.contract.durations import format_duration
+from pipelines.contract.durations import parse_duration as parse_duration  # re-exported
 from pipelines.contract.errors import ContractError
+from pipelines.contract.formats import FORMAT_TEXT, StringFormat
 
 Number = int | float
+# What a number written as text is judged as (`Constraint.numeric_text`).
+DECIMAL_TEXT_TYPE = FieldType(TypeKind.DECIMAL, precision=38, scale=18)
 
 
 class Severity(enum.StrEnum):
@@ -47,28 +60,19 @@ class Severity(enum.StrEnum):
         return self in (Severity.BLOCK, Severity.QUARANTINE_BLOCK)
 
 
-class StringFormat(enum.StrEnum):
-    """The string formats a `Format` constraint checks."""
-
-    UUID = "uuid"
-    DATE_TIME = "date-time"
-    EMAIL = "email"
-
-
-_FORMAT_TEXT = {
-    StringFormat.UUID: "a UUID such as 123e4567-e89b-12d3-a456-426614174000",
-    StringFormat.DATE_TIME: "an ISO-8601 date-time with a zone, such as 2026-11-21T10:00:00Z",
-    StringFormat.EMAIL: "an email address such as name@example.com",
-}
-
-
 @dataclass(frozen=True, kw_only=True)
 class Constraint:
     """A check of one field's value.
 
     Attributes:
-        rule: the rule's name; None for the default `<column>_<suffix>`.
+        rule: the rule's name; None for the default `<column>_<suffix>`
+            (`<column>_each_<suffix>` with `each`).
         severity: what a broken rule does.
+        each: it checks every element of an array field (every value of a map) rather than
+            the array (JSON Schema's keywords under `items`); null elements are not checked.
+        numeric_text: a number constraint judging a string field's text as a decimal
+            number (pydantic's Decimal, written as a string); text that is no number is
+            left to the field's pattern.
     """
 
     kind: ClassVar[str]  # the key that declares it in YAML (`range` for minimum/maximum)
@@ -77,16 +81,50 @@ class Constraint:
 
     rule: str | None = None
     severity: Severity = Severity.QUARANTINE
+    # Not in the repr (the fingerprint) of constraints that leave it false; the rule name and
+    # the field's type already tell an element's constraint apart.
+    each: bool = dataclass_field(default=False, repr=False)
+    numeric_text: bool = dataclass_field(default=False, repr=False)
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "severity", _severity(self.severity))
 
+    def name_stem(self, column: str) -> str:
+        """`<column>` (dots made underscores), `<column>_each` for an element's constraint."""
+        return column.replace(".", "_") + ("_each" if self.each else "")
+
     def rule_name(self, column: str) -> str:
         """The rule's name: `rule`, or `<column>_<suffix>` with dots made underscores."""
-        return self.rule or f"{column.replace('.', '_')}_{self.suffix}"
+        return self.rule or f"{self.name_stem(column)}_{self.suffix}"
+
+    def subject(self, path: str, field_type: FieldType | None = None) -> str:
+        """What the rule's sentence is about: the field, or each element (value) of it."""
+        if not self.each:
+            return path
+        part = "value" if field_type is not None and field_type.kind is TypeKind.MAP else "element"
+        return f"each {part} of {path}"
 
     def check(self, field_type: FieldType) -> None:
-        """Raises `ContractError` (path: the constraint's key) if it cannot apply to the type."""
+        """Raises `ContractError` (path: the constraint's key) if it cannot apply to the type
+        (with `each`: to the array's element type)."""
+        if self.each:
+            if field_type.kind not in (TypeKind.ARRAY, TypeKind.MAP):
+                raise ContractError(
+                    f"{self.kind} of each element applies to arrays and maps, not {field_type}",
+                    path=(self.kind,),
+                )
+            field_type = field_type.element
+        if self.numeric_text:
+            if field_type.kind is not TypeKind.STRING:
+                raise ContractError(
+                    f"{self.kind} of a number written as text applies to strings, not {field_type}",
+                    path=(self.kind,),
+                )
+            field_type = DECIMAL_TEXT_TYPE
+        self.check_type(field_type)
+
+    def check_type(self, field_type: FieldType) -> None:
+        """Raises `ContractError` if the constraint cannot apply to a value of the type."""
         if field_type.kind not in self.types:
             allowed = ", ".join(sorted(self.types))
             raise ContractError(
@@ -116,35 +154,82 @@ def _number(value: Number | None) -> str:
 
 @dataclass(frozen=True, kw_only=True)
 class Range(Constraint):
-    """`minimum <= value <= maximum`; either bound may be left out."""
+    """`minimum <= value <= maximum`, `exclusive_minimum < value < exclusive_maximum`; any
+    bound may be left out (JSON Schema's minimum, maximum, exclusiveMinimum, exclusiveMaximum)."""
 
     kind = "range"
     suffix = "in_range"
-    types = frozenset({TypeKind.INTEGER, TypeKind.LONG, TypeKind.DOUBLE, TypeKind.DECIMAL})
+    types = NUMERIC_KINDS
 
     minimum: Number | None = None
     maximum: Number | None = None
+    exclusive_minimum: Number | None = None
+    exclusive_maximum: Number | None = None
+
+    def __repr__(self) -> str:
+        return stable_repr(self, ("exclusive_minimum", "exclusive_maximum"))
 
     def __post_init__(self) -> None:
         super().__post_init__()
-        for key in ("minimum", "maximum"):
+        for key in ("minimum", "maximum", "exclusive_minimum", "exclusive_maximum"):
             value = getattr(self, key)
             if value is not None and (isinstance(value, bool) or not isinstance(value, Number)):
                 raise ContractError(f"{key} must be a number, got {value!r}", path=(key,))
-        if self.minimum is None and self.maximum is None:
+        if self.lowest is None and self.highest is None:
             raise ContractError("a range needs a minimum, a maximum or both", path=("minimum",))
-        if None not in (self.minimum, self.maximum) and self.minimum > self.maximum:
-            raise ContractError(
-                f"minimum {self.minimum!r} is greater than maximum {self.maximum!r}",
-                path=("maximum",),
-            )
+        if None not in (self.lowest, self.highest):
+            (low, low_open), (high, high_open) = self.lowest, self.highest
+            if not (low_open or high_open) and exact(low) > exact(high):
+                raise ContractError(
+                    f"minimum {low!r} is greater than maximum {high!r}", path=("maximum",)
+                )
+            if exact(low) > exact(high) or (exact(low) == exact(high) and (low_open or high_open)):
+                raise ContractError(
+                    f"no number is {self._low_text()} and {self._high_text()}",
+                    path=("exclusive_maximum" if high_open else "maximum",),
+                )
+
+    @property
+    def lowest(self) -> tuple[Number, bool] | None:
+        """The tighter lower bound and whether it is exclusive; None without one."""
+        return _tighter(self.minimum, self.exclusive_minimum, max)
+
+    @property
+    def highest(self) -> tuple[Number, bool] | None:
+        """The tighter upper bound and whether it is exclusive; None without one."""
+        return _tighter(self.maximum, self.exclusive_maximum, min)
+
+    def _low_text(self) -> str:
+        low, open_ = self.lowest
+        return f"{'greater than' if open_ else 'at least'} {_number(low)}"
+
+    def _high_text(self) -> str:
+        high, open_ = self.highest
+        return f"{'less than' if open_ else 'at most'} {_number(high)}"
 
     def describe(self, path: str) -> str:
-        if self.maximum is None:
-            return f"{path} is at least {_number(self.minimum)}."
-        if self.minimum is None:
-            return f"{path} is at most {_number(self.maximum)}."
-        return f"{path} is between {_number(self.minimum)} and {_number(self.maximum)}."
+        if self.lowest is None:
+            return f"{path} is {self._high_text()}."
+        if self.highest is None:
+            return f"{path} is {self._low_text()}."
+        if not self.lowest[1] and not self.highest[1]:
+            low, high = _number(self.lowest[0]), _number(self.highest[0])
+            return f"{path} is between {low} and {high}."
+        return f"{path} is {self._low_text()} and {self._high_text()}."
+
+
+def exact(value: Number) -> decimal.Decimal:
+    """A bound as the decimal number it was written as (`0.1` is exactly 1/10)."""
+    return decimal.Decimal(str(value))
+
+
+def _tighter(closed: Number | None, open_: Number | None, pick) -> tuple[Number, bool] | None:
+    if open_ is None:
+        return None if closed is None else (closed, False)
+    if closed is None:
+        return (open_, True)
+    chosen = pick(exact(closed), exact(open_))
+    return (open_, True) if chosen == exact(open_) else (closed, False)
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -176,13 +261,13 @@ class Pattern(Constraint):
 
 @dataclass(frozen=True, kw_only=True)
 class AllowedValues(Constraint):
-    """The value is one of `values` (JSON Schema's `enum`)."""
+    """The value is one of `values` (JSON Schema's `enum`, or `const` as one value)."""
 
     kind = "enum"
     suffix = "in_allowed_values"
-    types = frozenset({TypeKind.STRING, TypeKind.INTEGER, TypeKind.LONG})
+    types = frozenset({TypeKind.STRING, TypeKind.BOOLEAN, *NUMERIC_KINDS})
 
-    values: tuple[str | int, ...]
+    values: tuple[str | int | float | bool, ...]
 
     def __post_init__(self) -> None:
         super().__post_init__()
@@ -190,21 +275,31 @@ class AllowedValues(Constraint):
         if not isinstance(values, list | tuple) or not values:
             raise ContractError(f"enum must be a non-empty list, got {values!r}", path=("enum",))
         object.__setattr__(self, "values", tuple(values))
-        if len(set(values)) != len(values):
+        keys = [(type(v) is bool, v) for v in values]
+        if len(set(keys)) != len(keys):
             raise ContractError(f"enum lists a value twice: {list(values)!r}", path=("enum",))
 
-    def check(self, field_type: FieldType) -> None:
-        super().check(field_type)
-        wanted = str if field_type.kind is TypeKind.STRING else int
+    def check_type(self, field_type: FieldType) -> None:
+        super().check_type(field_type)
+        kind = field_type.kind
         for value in self.values:
-            if isinstance(value, bool) or not isinstance(value, wanted):
+            if kind is TypeKind.STRING:
+                fits = isinstance(value, str)
+            elif kind is TypeKind.BOOLEAN:
+                fits = isinstance(value, bool)
+            elif kind in (TypeKind.INTEGER, TypeKind.LONG):
+                fits = isinstance(value, int) and not isinstance(value, bool)
+            else:
+                fits = isinstance(value, int | float) and not isinstance(value, bool)
+            if not fits:
                 raise ContractError(
                     f"enum value {value!r} is not a {field_type} (every value must be)",
                     path=("enum",),
                 )
 
     def describe(self, path: str) -> str:
-        return f"{path} is one of {', '.join(str(v) for v in self.values)}."
+        shown = [str(v).lower() if isinstance(v, bool) else str(v) for v in self.values]
+        return f"{path} is one of {', '.join(shown)}."
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -252,10 +347,10 @@ class Format(Constraint):
     def rule_name(self, column: str) -> str:
         """The rule's name: `rule`, or `<column>_is_<format>` (`event_id_is_uuid`)."""
         format_name = self.format.value.replace("-", "_")
-        return self.rule or f"{column.replace('.', '_')}_is_{format_name}"
+        return self.rule or f"{self.name_stem(column)}_is_{format_name}"
 
     def describe(self, path: str) -> str:
-        return f"{path} is {_FORMAT_TEXT[self.format]}."
+        return f"{path} is {FORMAT_TEXT[self.format]}."
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -281,50 +376,3 @@ class NotInFuture(Constraint):
             f"{path} is not later than the time the stream stored the message plus "
             f"{format_duration(self.skew)} of allowed clock skew."
         )
-
-
-CONSTRAINT_KINDS: dict[str, type[Constraint]] = {
-    c.kind: c for c in (Range, Pattern, AllowedValues, MaxLength, Format, NotInFuture)
-}
-
-_DURATION = re.compile(
-    r"^\s*(\d+(?:\.\d+)?)\s*(ms|s|sec|secs|seconds?|m|min|mins|minutes?|h|hours?|d|days?)\s*$"
-)
-_ISO_DURATION = re.compile(r"^P(?:(\d+)D)?(?:T(?:(\d+)H)?(?:(\d+)M)?(?:(\d+(?:\.\d+)?)S)?)?$")
-_UNITS = {"ms": 0.001, "s": 1, "m": 60, "h": 3600, "d": 86400}
-
-
-def parse_duration(value: object) -> dt.timedelta:
-    """A duration: seconds as a number, `5m`, `30 seconds`, `2 hours`, or ISO-8601 `PT5M`.
-
-    Raises:
-        ContractError: the value is none of those, or negative.
-    """
-    if isinstance(value, dt.timedelta):
-        return value
-    if isinstance(value, int | float) and not isinstance(value, bool) and value >= 0:
-        return dt.timedelta(seconds=value)
-    if isinstance(value, str):
-        match = _DURATION.match(value.lower())
-        if match:
-            unit = match.group(2)
-            scale = _UNITS["ms" if unit == "ms" else "m" if unit.startswith("m") else unit[0]]
-            return dt.timedelta(seconds=float(match.group(1)) * scale)
-        iso = _ISO_DURATION.match(value.strip().upper())
-        if iso and value.strip().upper() not in ("P", "PT"):
-            days, hours, minutes, seconds = (float(g) if g else 0.0 for g in iso.groups())
-            return dt.timedelta(days=days, hours=hours, minutes=minutes, seconds=seconds)
-    raise ContractError(
-        f"bad duration {value!r}; write e.g. 5m, 30s, 2 hours, PT5M, or a number of seconds"
-    )
-
-
-def format_duration(delta: dt.timedelta) -> str:
-    """`5 minutes`, `30 seconds`, `2 hours`, `1 day`: the largest unit that divides it."""
-    seconds = delta.total_seconds()
-    for unit, size in (("day", 86400), ("hour", 3600), ("minute", 60)):
-        if seconds and seconds % size == 0:
-            count = int(seconds // size)
-            return f"{count} {unit}{'s' if count != 1 else ''}"
-    count = int(seconds) if seconds == int(seconds) else seconds
-    return f"{count} second{'s' if count != 1 else ''}"

@@ -3,6 +3,7 @@
     string  integer (32-bit)  long (64-bit)  double  boolean  date  decimal(p,s)
     timestamp (= timestamp(iso8601))  timestamp(epoch_seconds)  timestamp(epoch_millis)
     struct (its fields declared beside it)  array<T>  map<T> (keys are strings)
+    json (any JSON value, kept as its JSON text in a string column)
 
 `parse_type` reads that text, `str(FieldType)` writes it back (canonical: `timestamp` stays
 `timestamp(iso8601)`), and `FieldType.spark_sql` is the Spark SQL type (`bigint`,
@@ -11,6 +12,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import enum
 import re
 from dataclasses import dataclass
@@ -35,6 +37,7 @@ class TypeKind(enum.StrEnum):
     STRUCT = "struct"
     ARRAY = "array"
     MAP = "map"
+    JSON = "json"  # any JSON value, kept as its JSON text (a schema with no type)
 
 
 class TimestampEncoding(enum.StrEnum):
@@ -54,11 +57,12 @@ _SIMPLE_SPARK = {
     TypeKind.BOOLEAN: "boolean",
     TypeKind.TIMESTAMP: "timestamp",
     TypeKind.DATE: "date",
+    TypeKind.JSON: "string",
 }
 # The types a contract may write, for errors that name an unknown one (every form says the same).
 TYPE_HELP = (
     "string, integer, long, double, boolean, date, decimal(p,s), timestamp, "
-    "timestamp(iso8601|epoch_seconds|epoch_millis), struct, array<T> or map<T>"
+    "timestamp(iso8601|epoch_seconds|epoch_millis), struct, array<T>, map<T> or json"
 )
 
 
@@ -234,3 +238,20 @@ def _parse(text: str, fields: tuple[StructMember, ...]) -> FieldType:
     if name == "struct":
         return FieldType(TypeKind.STRUCT, fields=fields)
     return FieldType(TypeKind(name))
+
+
+def stable_repr(obj: object, quiet: tuple[str, ...]) -> str:
+    """The dataclass `repr` of `obj`, leaving out the `quiet` fields while at their defaults.
+
+    Fields added to the contract's dataclasses after tables were written are quiet: the
+    `repr` is the declaration's fingerprint (`pipelines.contract.fingerprint`), so a
+    declaration that does not use them keeps the fingerprint it had.
+    """
+    parts = []
+    for spec in dataclasses.fields(obj):
+        value = getattr(obj, spec.name)
+        if spec.name in quiet and value == spec.default:
+            continue
+        if spec.repr or spec.name in quiet:
+            parts.append(f"{spec.name}={value!r}")
+    return f"{type(obj).__qualname__}({', '.join(parts)})"

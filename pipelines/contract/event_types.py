@@ -3,7 +3,8 @@
 An `EventType` is one kind of message: the silver table it lands in, the subjects it is
 published on, its `Field`s in column order, its derived columns and what to do with fields it
 does not declare. The `Envelope` says where every message of the stream keeps its common facts
-(event type, event id, event time). An `EventType` checks itself when built and raises
+(event type, event id, event time): payload paths, headers or subject tokens, or the
+`cloudevents` preset (docs/envelopes.md). An `EventType` checks itself when built and raises
 `ContractError` with a path relative to itself; the `Contract` (`pipelines.contract.model`)
 checks the envelope against every event type, and its rules are derived from both
 (`pipelines.contract.rules`).
@@ -13,19 +14,21 @@ from __future__ import annotations
 
 import enum
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
-from pipelines.contract.datatypes import FieldType, TypeKind
+from pipelines.contract.datatypes import FieldType, TypeKind, stable_repr
 from pipelines.contract.errors import ContractError, PathPart
 from pipelines.contract.fields import (
     RESERVED_COLUMNS,
     UNKNOWN_FIELDS_COLUMN,
     DerivedColumn,
     Field,
+    SourceKind,
     check_unique_columns,
+    field_source,
 )
 
-__all__ = ["Envelope", "EventType", "UnknownFields"]
+__all__ = ["CLOUDEVENTS_FIELDS", "Envelope", "EnvelopePreset", "EventType", "UnknownFields"]
 
 _TABLE = re.compile(r"^[A-Za-z0-9_]+(/[A-Za-z0-9_]+)*$")
 _SUBJECT_TOKEN = re.compile(r"^[^\s.*>]+$")
@@ -128,19 +131,137 @@ class EventType:
         return (*columns, *((d.name, d.type) for d in self.derived))
 
 
+class EnvelopePreset(enum.StrEnum):
+    """A known envelope, declared by name instead of paths."""
+
+    # CloudEvents 1.0 over NATS: binary mode (`ce-*` headers, the payload is the data) when
+    # the message has a `ce-specversion` header, else structured mode (the JSON event format:
+    # attributes at the payload's top level, the data under `data`).
+    CLOUDEVENTS = "cloudevents"
+
+
+_STRING, _TIMESTAMP = FieldType(TypeKind.STRING), FieldType(TypeKind.TIMESTAMP)
+# The CloudEvents context attributes every event type of the preset has, first in its table.
+CLOUDEVENTS_FIELDS = (
+    Field("cloudevents:id", _STRING, required=True, description="CloudEvents id."),
+    Field("cloudevents:type", _STRING, required=True, description="CloudEvents type."),
+    Field("cloudevents:source", _STRING, required=True, description="CloudEvents source."),
+    Field("cloudevents:time", _TIMESTAMP, description="CloudEvents time."),
+    Field("cloudevents:subject", _STRING, description="CloudEvents subject."),
+    Field("cloudevents:datacontenttype", _STRING, description="CloudEvents datacontenttype."),
+    Field(
+        "cloudevents:specversion", _STRING, required=True, description="CloudEvents specversion."
+    ),
+)
+_ENVELOPE_KEYS = ("event_type", "event_id", "event_time")
+_CLOUDEVENTS_PATHS = ("cloudevents:type", "cloudevents:id", "cloudevents:time")
+
+
 @dataclass(frozen=True)
 class Envelope:
-    """Where every message of the stream keeps its common facts (JSON paths; None if it has none).
+    """Where every message of the stream keeps its common facts (None if it has none).
+
+    Each is a field path: a JSON path (`eventId`), `header:<Name>` or `subject:<index>`. A
+    header or subject path no field declares is declared for every event type (string, the
+    event time a timestamp; required but the time); a JSON path must be declared.
 
     Attributes:
         event_type: the discriminator, whose value names the event type (`eventType`).
         event_id: the unique id of an event, the de-duplication key (`eventId`).
         event_time: when the event happened (`timestamp`).
+        preset: a known envelope (`Envelope.cloudevents()`); its paths are the preset's.
     """
 
     event_type: str | None = None
     event_id: str | None = None
     event_time: str | None = None
+    preset: EnvelopePreset | None = None
+
+    def __post_init__(self) -> None:
+        if self.preset is not None:
+            try:
+                object.__setattr__(self, "preset", EnvelopePreset(self.preset))
+            except ValueError:
+                choices = ", ".join(p.value for p in EnvelopePreset)
+                raise ContractError(
+                    f"an envelope preset is one of {choices}, got {self.preset!r}",
+                    path=("envelope",),
+                ) from None
+        for key, preset_path in zip(_ENVELOPE_KEYS, _CLOUDEVENTS_PATHS, strict=True):
+            path = getattr(self, key)
+            if self.preset is EnvelopePreset.CLOUDEVENTS:
+                if path is not None and path != preset_path:
+                    raise ContractError(
+                        f"the cloudevents preset reads {key} from CloudEvents "
+                        f"{preset_path.partition(':')[2]} (header ce-"
+                        f"{preset_path.partition(':')[2]} or the payload's "
+                        f"{preset_path.partition(':')[2]}), not {path!r}: remove {key}, or "
+                        "drop the preset and name every path",
+                        path=("envelope", key),
+                    )
+                object.__setattr__(self, key, preset_path)
+            elif path is not None:
+                try:
+                    source = field_source(path)
+                except ContractError as error:
+                    raise ContractError(error.problem, path=("envelope", key)) from None
+                if source.kind is SourceKind.CLOUDEVENTS:
+                    raise ContractError(
+                        f"{path!r} is read only under the cloudevents preset: write "
+                        "`envelope: cloudevents`, or read a header (header:ce-id)",
+                        path=("envelope", key),
+                    )
+
+    def __repr__(self) -> str:
+        # The fingerprint (`pipelines.contract.fingerprint`): unchanged without a preset.
+        return stable_repr(self, ("preset",))
+
+    @classmethod
+    def cloudevents(cls) -> Envelope:
+        """The CloudEvents envelope: the event type, id and time are its type, id and time."""
+        return cls(preset=EnvelopePreset.CLOUDEVENTS)
+
+    def implied_fields(self) -> tuple[Field, ...]:
+        """The fields the envelope declares for every event type that does not: the
+        preset's attributes, and each header or subject path (string, the time a timestamp;
+        required but the time)."""
+        if self.preset is EnvelopePreset.CLOUDEVENTS:
+            return CLOUDEVENTS_FIELDS
+        implied = []
+        for key in _ENVELOPE_KEYS:
+            path = getattr(self, key)
+            if path is None or field_source(path).kind is SourceKind.PAYLOAD:
+                continue
+            kind = TypeKind.TIMESTAMP if key == "event_time" else TypeKind.STRING
+            implied.append(Field(path, FieldType(kind), required=key != "event_time"))
+        return tuple(implied)
+
+    def complete(self, event: EventType) -> EventType:
+        """`event` with the envelope's implied fields it does not declare, first.
+
+        Raises:
+            ContractError: `event` reads a CloudEvents attribute without the preset.
+        """
+        if self.preset is not EnvelopePreset.CLOUDEVENTS:
+            for f in event.fields:
+                if f.source.kind is SourceKind.CLOUDEVENTS:
+                    raise ContractError(
+                        f"{f.path!r} is read only under the cloudevents preset: write "
+                        "`envelope: cloudevents`, or read the header (header:ce-...)",
+                        path=("events", event.name, "fields", f.path),
+                    )
+        declared = {f.path for f in event.fields}
+        implied = tuple(f for f in self.implied_fields() if f.path not in declared)
+        if not implied:
+            return event
+        try:
+            return replace(event, fields=(*implied, *event.fields))
+        except ContractError as error:
+            added = ", ".join(f"{f.path} (column {f.column})" for f in implied)
+            raise ContractError(
+                f"{error.problem}; the envelope adds {added} to every event type",
+                path=("events", event.name, *error.path),
+            ) from None
 
 
 def _constraints_below_collections(field_type: FieldType, below: bool = False) -> list:

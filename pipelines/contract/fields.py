@@ -1,17 +1,30 @@
 """A message's fields and the columns they land in: `Field`, `DerivedColumn`, column names.
 
 A field's path is the dotted JSON path from the message root (`data.fileSize`), its column
-by default the snake_case of the path's last key (`file_size`). Column names are plain SQL
-identifiers, compared case-insensitively as Spark resolves them.
+by default the snake_case of the path's last key (`file_size`). A top-level field of a scalar
+type may instead be read from outside the payload (`FieldSource`, docs/envelopes.md):
+
+- `header:<Name>`: the NATS header `<Name>` (exact name first, else the first header whose
+  name matches ignoring case); column by default the snake_case of the name
+  (`header:Nats-Msg-Id` -> `nats_msg_id`).
+- `subject:<index>`: the 0-based token of the message's subject split on `.`
+  (`subject:5` -> column `subject_5`).
+- `cloudevents:<attribute>`: a CloudEvents context attribute, only under the envelope preset
+  `cloudevents` (the `ce-<attribute>` header in binary mode, the payload's top-level
+  `<attribute>` in structured mode); column `ce_<attribute>`.
+
+Their text is typed as the field's type says; absent is missing, unparsable is mistyped.
+Column names are plain SQL identifiers, compared case-insensitively as Spark resolves them.
 """
 
 from __future__ import annotations
 
+import enum
 import re
 from dataclasses import dataclass
 
 from pipelines.contract.constraints import Constraint
-from pipelines.contract.datatypes import FieldType
+from pipelines.contract.datatypes import FieldType, TypeKind, stable_repr
 from pipelines.contract.errors import ContractError, PathPart
 
 # Columns silver adds to every table (where the row came from, which run wrote it, what it
@@ -30,6 +43,102 @@ RESERVED_COLUMNS = frozenset(
 )
 UNKNOWN_FIELDS_COLUMN = "unknown_fields"  # the map column of `UnknownFields.KEEP`
 _COLUMN = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+# A NATS header name: printable ASCII (33-126) except the colon (NATS ADR-4, as HTTP).
+_HEADER_NAME = re.compile(r"^[!-9;-~]+$")
+_ATTRIBUTE = re.compile(r"^[a-z0-9]{1,20}$")  # a CloudEvents attribute name
+# The types a header or subject token's text can be read as.
+TEXT_KINDS = (
+    TypeKind.STRING,
+    TypeKind.INTEGER,
+    TypeKind.LONG,
+    TypeKind.DOUBLE,
+    TypeKind.DECIMAL,
+    TypeKind.BOOLEAN,
+    TypeKind.TIMESTAMP,
+    TypeKind.DATE,
+)
+
+
+class SourceKind(enum.StrEnum):
+    """Where a field's value comes from: the prefix of its path (none for the payload)."""
+
+    PAYLOAD = "payload"
+    HEADER = "header"
+    SUBJECT = "subject"
+    CLOUDEVENTS = "cloudevents"
+
+
+@dataclass(frozen=True)
+class FieldSource:
+    """Where a field path reads from.
+
+    Attributes:
+        kind: payload, header, subject or cloudevents.
+        name: the JSON path, the header name, the token index (as text) or the attribute.
+    """
+
+    kind: SourceKind
+    name: str
+
+    @property
+    def index(self) -> int:
+        """The subject token's 0-based index."""
+        return int(self.name)
+
+
+def field_source(path: object) -> FieldSource:
+    """Where a field `path` reads from (`header:Nats-Msg-Id`, `subject:2`, `data.amount`).
+
+    Raises:
+        ContractError: `path` is none of the forms, naming the form it starts like and the fix.
+    """
+    if not isinstance(path, str):
+        raise ContractError(
+            f"a field path is dotted JSON keys such as data.fileSize, header:<Name> or "
+            f"subject:<index>, got {path!r}"
+        )
+    prefix, colon, name = path.partition(":")
+    if colon and prefix == SourceKind.HEADER:
+        if not _HEADER_NAME.match(name):
+            raise ContractError(
+                f"{path!r} does not name a NATS header: write header:<Name> with a name of "
+                "printable ASCII characters other than ':' and space (e.g. header:Nats-Msg-Id)"
+            )
+        return FieldSource(SourceKind.HEADER, name)
+    if colon and prefix == SourceKind.SUBJECT:
+        if not re.fullmatch(r"[0-9]{1,3}", name):
+            raise ContractError(
+                f"{path!r} does not name a subject token: write subject:<index> with the "
+                "0-based index of the token (subject:2 is `c` in a.b.c.d)"
+            )
+        return FieldSource(SourceKind.SUBJECT, str(int(name)))
+    if colon and prefix == SourceKind.CLOUDEVENTS:
+        if not _ATTRIBUTE.match(name):
+            raise ContractError(
+                f"{path!r} does not name a CloudEvents attribute: lower-case letters and "
+                "digits, at most 20 (e.g. cloudevents:traceparent)"
+            )
+        return FieldSource(SourceKind.CLOUDEVENTS, name)
+    if not path or not all(path.split(".")):
+        raise ContractError(
+            f"a field path is dotted JSON keys such as data.fileSize, header:<Name> or "
+            f"subject:<index>, got {path!r}"
+        )
+    return FieldSource(SourceKind.PAYLOAD, path)
+
+
+def default_column(path: str) -> str:
+    """A field's column when it names none: `data.fileSize` -> `file_size`,
+    `header:Nats-Msg-Id` -> `nats_msg_id`, `subject:5` -> `subject_5`,
+    `cloudevents:id` -> `ce_id`."""
+    source = field_source(path)
+    if source.kind is SourceKind.HEADER:
+        return snake_case(source.name) or "header"
+    if source.kind is SourceKind.SUBJECT:
+        return f"subject_{source.index}"
+    if source.kind is SourceKind.CLOUDEVENTS:
+        return f"ce_{source.name}"
+    return snake_case(path.rsplit(".", 1)[-1])
 
 
 def snake_case(name: str) -> str:
@@ -55,12 +164,18 @@ class Field:
 
     Attributes:
         path: dotted JSON path from the message root (`data.fileSize`); inside a struct,
-            from the struct.
+            from the struct. A top-level field may read `header:<Name>`, `subject:<index>`
+            or (under the cloudevents preset) `cloudevents:<attribute>` instead.
         type: its type.
-        column: its column; by default the snake_case of the path's last key.
-        required: whether a row without it (or with null) breaks `required_fields_present`.
+        column: its column; by default the snake_case of the path's last key
+            (`default_column`).
+        required: whether a row without it (or with null, unless `nullable`) breaks
+            `required_fields_present`.
         description: what it means (the column's comment).
         constraints: checks of its value, at most one of each kind.
+        nullable: whether JSON null is a value it may hold: a required nullable field must
+            be present but may be null (pydantic's `x: Optional[str]` without a default);
+            an optional field may be absent or null either way.
     """
 
     path: str
@@ -69,20 +184,38 @@ class Field:
     required: bool = False
     description: str | None = None
     constraints: tuple[Constraint, ...] = ()
+    nullable: bool = False
+
+    def __repr__(self) -> str:
+        return stable_repr(self, ("nullable",))
 
     def __post_init__(self) -> None:
-        if not isinstance(self.path, str) or not all(self.path.split(".")):
-            raise ContractError(
-                f"a field path is dotted JSON keys such as data.fileSize, got {self.path!r}"
-            )
+        source = field_source(self.path)
         if not self.column:
-            object.__setattr__(self, "column", snake_case(self.path.rsplit(".", 1)[-1]))
+            object.__setattr__(self, "column", default_column(self.path))
         check_column_name(self.column)
         if not isinstance(self.type, FieldType):
             raise ContractError(f"type must be a FieldType, got {self.type!r}", path=("type",))
+        if source.kind is not SourceKind.PAYLOAD and self.type.kind not in TEXT_KINDS:
+            raise ContractError(
+                f"{self.path!r} is read from text, which cannot hold {self.type}: "
+                f"declare it as one of {', '.join(TEXT_KINDS)}",
+                path=("type",),
+            )
+        for member in self.type.innermost.fields:
+            if member.source.kind is not SourceKind.PAYLOAD:
+                raise ContractError(
+                    f"{member.path!r} is inside a struct, and only top-level fields read "
+                    "headers or subject tokens: declare it at the top level",
+                    path=("fields", member.path),
+                )
         if not isinstance(self.required, bool):
             raise ContractError(
                 f"required is true or false, got {self.required!r}", path=("required",)
+            )
+        if not isinstance(self.nullable, bool):
+            raise ContractError(
+                f"nullable is true or false, got {self.nullable!r}", path=("nullable",)
             )
         object.__setattr__(self, "constraints", tuple(self.constraints))
         kinds = [c.kind for c in self.constraints]
@@ -92,6 +225,11 @@ class Field:
         for constraint in self.constraints:
             constraint.check(self.type)
         check_unique_columns(self.type.innermost.fields, ("type",))
+
+    @property
+    def source(self) -> FieldSource:
+        """Where the field reads from (the payload, a header, a subject token, CloudEvents)."""
+        return field_source(self.path)
 
 
 @dataclass(frozen=True)

@@ -1,4 +1,5 @@
-"""JSON Schema properties as contract fields: types, constraints, rule names.
+"""JSON Schema properties as contract fields: their types, nesting and requirement (their
+constraints: `pipelines.contract.json_schema_constraints`).
 
 See `pipelines.contract.json_schema_reader` for the whole mapping.
 """
@@ -6,21 +7,19 @@ See `pipelines.contract.json_schema_reader` for the whole mapping.
 from __future__ import annotations
 
 from collections.abc import Iterator, Mapping
+from dataclasses import replace
 from typing import Any
 
-from pipelines.contract import constraints as c
 from pipelines.contract.datatypes import TYPE_HELP, FieldType, TypeKind, parse_type
-from pipelines.contract.json_schema_document import At, SchemaDocument
+from pipelines.contract.json_schema_constraints import CHECKED_FORMATS, SchemaConstraints
+from pipelines.contract.json_schema_document import ORIGINS, At
 from pipelines.contract.model import Field
 
 _SCALARS = {"string": TypeKind.STRING, "number": TypeKind.DOUBLE, "boolean": TypeKind.BOOLEAN}
-_FORMATS = {"date-time": TypeKind.TIMESTAMP, "date": TypeKind.DATE}
-_INTEGER_FORMATS = {None: TypeKind.LONG, "int64": TypeKind.LONG, "int32": TypeKind.INTEGER}
-# The keywords that make a constraint, for errors that ask for one.
-CONSTRAINT_KEYWORDS = (
-    "minimum", "maximum", "pattern", "enum", "const", "maxLength", "format",
-    "x-jsl-not-in-future",
-)  # fmt: skip
+_TYPED_FORMATS = {"date-time": TypeKind.TIMESTAMP, "date": TypeKind.DATE}
+_INTEGER_FORMATS = {"int64": TypeKind.LONG, "int32": TypeKind.INTEGER}
+_NUMBER_FORMATS = ("float", "double")
+MAX_DEPTH = 32  # nested types deeper than this are taken for a recursive $ref
 # The JSON Schema types read, for errors that name an unknown one (as the YAML form's list).
 JSON_TYPE_HELP = (
     'string, integer, number, boolean, object or array (or one of them and "null", e.g. '
@@ -28,8 +27,21 @@ JSON_TYPE_HELP = (
 )
 
 
-class SchemaFields(SchemaDocument):
+def _value_kind(values: list) -> str:
+    """The JSON type of `enum`/`const` values given without `type`."""
+    if all(isinstance(v, bool) for v in values):
+        return "boolean"
+    if all(isinstance(v, int) and not isinstance(v, bool) for v in values):
+        return "integer"
+    if all(isinstance(v, int | float) and not isinstance(v, bool) for v in values):
+        return "number"
+    return "string"
+
+
+class SchemaFields(SchemaConstraints):
     """Maps one property's schema to a `Field` (nested objects here become structs)."""
+
+    warned: set[tuple[str | None, At]]
 
     def properties(self, schema: Mapping, at: At) -> Iterator[tuple[str, Any, At, bool]]:
         properties, required = schema.get("properties", {}), schema.get("required", [])
@@ -43,18 +55,23 @@ class SchemaFields(SchemaDocument):
             )
         if isinstance(schema.get("additionalProperties"), Mapping) and properties:
             raise self.fail(
-                "additionalProperties as a schema beside properties is not supported; "
-                "use false (reject unknown fields) or leave it out",
+                "additionalProperties as a schema beside properties is not supported (the "
+                "undeclared fields would need a column each); use false (reject unknown "
+                "fields), true or leave it out",
                 (*at, "additionalProperties"),
             )
+        origins = schema.get(ORIGINS, {})
         for key, prop in properties.items():
-            yield key, prop, (*at, "properties", key), key in required
+            yield key, prop, origins.get(key, (*at, "properties", key)), key in required
 
     def field(
         self, schema: Mapping, at: At, path: str, required: bool, *, discriminator: bool = False
     ) -> Field:
+        schema, at = self.schema(schema, at)
         field_type = self.field_type(schema, at)
         constraints = () if discriminator else self.constraints(schema, at, field_type)
+        if not discriminator and "x-jsl-type" not in schema:
+            constraints += self.element_constraints(schema, at, field_type)
         with self.at(at):
             return Field(
                 path=path,
@@ -63,6 +80,7 @@ class SchemaFields(SchemaDocument):
                 required=required,
                 description=schema.get("description"),
                 constraints=constraints,
+                nullable=schema.get("nullable") is True,
             )
 
     def is_object(self, schema: Mapping) -> bool:
@@ -71,137 +89,137 @@ class SchemaFields(SchemaDocument):
 
     def struct_fields(self, schema: Mapping, at: At) -> tuple[Field, ...]:
         return tuple(
-            self.field(*self.resolve(prop, prop_at), key, is_required)
+            self.field(prop, prop_at, key, is_required)
             for key, prop, prop_at, is_required in self.properties(schema, at)
         )
 
+    def annotation(self, fmt: object, at: At, kind: str) -> None:
+        """An unknown `format` is an annotation: logged once per place, never checked."""
+        self.not_checked(
+            at, f"format {fmt!r} of a {kind} is not checked (an annotation); checked "
+            f"formats: {', '.join(sorted(CHECKED_FORMATS))}"
+        )  # fmt: skip
+
     def field_type(self, schema: Mapping, at: At) -> FieldType:
+        depth = self.__dict__.get("depth", 0)
+        if depth > MAX_DEPTH:
+            raise self.fail(
+                f"the schema nests more than {MAX_DEPTH} levels here: a recursive $ref (a "
+                "model that contains itself, such as a tree)? The contract needs a finite "
+                "schema: cut the recursion, or give the property x-jsl-type: json to keep "
+                "its JSON text",
+                at,
+            )
+        self.depth = depth + 1
+        try:
+            return self.nested_type(schema, at)
+        finally:
+            self.depth = depth
+
+    def nested_type(self, schema: Mapping, at: At) -> FieldType:
+        schema, at = self.schema(schema, at)
         self.check_keywords(schema, at)
         if "x-jsl-type" in schema:
-            text = schema["x-jsl-type"]
-            items, items_at = schema, at
-            while items.get("type") == "array" and isinstance(items.get("items"), Mapping):
-                items, items_at = self.resolve(items["items"], (*items_at, "items"))
-            if items.get("type") == "object" and isinstance(
-                items.get("additionalProperties"), Mapping
-            ):
-                items, items_at = self.resolve(
-                    items["additionalProperties"], (*items_at, "additionalProperties")
-                )
-            nested = self.struct_fields(items, items_at) if "properties" in items else ()
-            with self.at((*at, "x-jsl-type")):
-                return parse_type(text, fields=nested)
+            return self.declared_type(schema, at)
         kind = schema.get("type")
         if isinstance(kind, list):
-            kinds = [k for k in kind if k != "null"]
-            if len(kinds) != 1:
+            kinds = set(kind) - {"null"}
+            if kinds == {"integer", "number"}:
+                kind = "number"
+            elif len(kinds) != 1:
                 raise self.fail(
                     f"type {kind!r}: only one type (or one and null) is supported; use "
                     f"{JSON_TYPE_HELP}",
                     (*at, "type"),
                 )
-            kind = kinds[0]
+            else:
+                kind = kinds.pop()
         if kind is None:
-            if "properties" in schema:
+            if "properties" in schema or "additionalProperties" in schema:
                 kind = "object"
             elif "enum" in schema or "const" in schema:
-                kind = "string"
+                kind = _value_kind(schema.get("enum", [schema.get("const")]))
+            elif "items" in schema:
+                kind = "array"
             else:
-                raise self.fail(f"the schema has no type; add one: {JSON_TYPE_HELP}", at)
+                return FieldType(TypeKind.JSON)  # any JSON value: its JSON text
         fmt = schema.get("format")
         if kind == "string":
-            if fmt in _FORMATS:
-                return FieldType(_FORMATS[fmt])
-            if fmt not in (None, "uuid", "email"):
-                raise self.fail(
-                    f"unsupported format {fmt!r} for a string; supported: "
-                    "date-time, date, uuid, email (or set x-jsl-type)",
-                    (*at, "format"),
-                )
+            if fmt in _TYPED_FORMATS:
+                return FieldType(_TYPED_FORMATS[fmt])
+            if fmt is not None and fmt not in CHECKED_FORMATS:
+                self.annotation(fmt, (*at, "format"), kind)
             return FieldType(TypeKind.STRING)
         if kind == "integer":
-            if fmt not in _INTEGER_FORMATS:
-                raise self.fail(
-                    f"unsupported integer format {fmt!r}; use int32 or int64", (*at, "format")
-                )
-            return FieldType(_INTEGER_FORMATS[fmt])
+            if fmt is not None and fmt not in _INTEGER_FORMATS:
+                self.annotation(fmt, (*at, "format"), kind)
+            return FieldType(_INTEGER_FORMATS.get(fmt, TypeKind.LONG))
         if kind in _SCALARS:
-            if fmt not in (None, "float", "double"):
-                raise self.fail(
-                    f"unsupported format {fmt!r} for {kind}; supported: float, double (or no "
-                    "format), or set x-jsl-type",
-                    (*at, "format"),
-                )
+            if fmt is not None and fmt not in _NUMBER_FORMATS:
+                self.annotation(fmt, (*at, "format"), kind)
             return FieldType(_SCALARS[kind])
         if kind == "array":
-            if not isinstance(schema.get("items"), Mapping):
+            items = schema.get("items", {})
+            if items is True:
+                items = {}
+            if not isinstance(items, Mapping):
                 raise self.fail("an array needs `items` with one schema", (*at, "items"))
-            items, items_at = self.resolve(schema["items"], (*at, "items"))
-            return FieldType(TypeKind.ARRAY, element=self.field_type(items, items_at))
+            element = self.field_type(items, (*at, "items"))
+            return FieldType(TypeKind.ARRAY, element=self.unchecked(element, (*at, "items")))
         if kind == "object":
-            values = schema.get("additionalProperties")
+            values = schema.get("additionalProperties", True)
             if "properties" in schema:
                 return FieldType(TypeKind.STRUCT, fields=self.struct_fields(schema, at))
+            if values is True:
+                values = {}
             if isinstance(values, Mapping):
-                values, values_at = self.resolve(values, (*at, "additionalProperties"))
-                return FieldType(TypeKind.MAP, element=self.field_type(values, values_at))
+                values_at = (*at, "additionalProperties")
+                element = self.unchecked(self.field_type(values, values_at), values_at)
+                return FieldType(TypeKind.MAP, element=element)
             raise self.fail(
-                "an object without properties needs additionalProperties: <schema> "
-                "(a map), or x-jsl-type",
+                "an object without properties and with additionalProperties: false can hold "
+                "nothing; declare its properties, or a map with additionalProperties: <schema>",
                 at,
             )
         raise self.fail(f"unsupported type {kind!r}; use {JSON_TYPE_HELP}", (*at, "type"))
 
-    def constraints(self, schema: Mapping, at: At, field_type: FieldType) -> tuple:
-        found: list[tuple[type[c.Constraint], dict[str, Any]]] = []
-        if "minimum" in schema or "maximum" in schema:
-            found.append(
-                (c.Range, {"minimum": schema.get("minimum"), "maximum": schema.get("maximum")})
-            )
-        if "pattern" in schema:
-            found.append((c.Pattern, {"regex": schema["pattern"]}))
-        if "enum" in schema or "const" in schema:
-            found.append((c.AllowedValues, {"values": schema.get("enum", [schema.get("const")])}))
-        if "maxLength" in schema:
-            found.append((c.MaxLength, {"length": schema["maxLength"]}))
-        fmt = schema.get("format")
-        if fmt in ("uuid", "email") or (fmt == "date-time" and field_type.kind == "string"):
-            found.append((c.Format, {"format": fmt}))
-        if "x-jsl-not-in-future" in schema:
-            with self.at((*at, "x-jsl-not-in-future")):
-                skew = c.parse_duration(schema["x-jsl-not-in-future"])
-            found.append((c.NotInFuture, {"skew": skew}))
-        kinds = [kind.kind for kind, _ in found]
-        names = {key: self.per_kind(schema, at, key, kinds) for key in ("rule", "severity")}
-        result = []
-        for kind, arguments in found:
-            options = {k: v[kind.kind] for k, v in names.items() if kind.kind in v}
-            with self.at(at):
-                result.append(kind(**arguments, **options))
-        return tuple(result)
-
-    def per_kind(self, schema: Mapping, at: At, key: str, kinds: list[str]) -> dict[str, Any]:
-        value = schema.get(f"x-jsl-{key}")
-        if value is None:
-            return {}
-        add = (
-            f"add one ({', '.join(CONSTRAINT_KEYWORDS)}) or remove x-jsl-{key}"
-            if not kinds
-            else f"write {{<kind>: ...}} with kind in {kinds}"
-        )
-        if isinstance(value, Mapping):
-            unknown = set(value) - set(kinds)
-            if unknown:
-                raise self.fail(
-                    f"x-jsl-{key} names {sorted(unknown)}, but this property's "
-                    f"constraints are {kinds or 'none'}; {add}",
-                    (*at, f"x-jsl-{key}"),
+    def unchecked(self, element: FieldType, at: At, prefix: str = "") -> FieldType:
+        """An array's or map's element type with its struct members' constraints left out,
+        each logged once as not checked (no rule judges a member inside a collection)."""
+        if element.element is not None:
+            inner = self.unchecked(element.element, at, prefix)
+            return FieldType(element.kind, element=inner)
+        if element.kind is not TypeKind.STRUCT:
+            return element
+        members = []
+        for f in element.fields:
+            for constraint in f.constraints:
+                self.not_checked(
+                    (*at, "properties", *f"{prefix}{f.path}".split(".")),
+                    f"{constraint.kind} on {prefix}{f.path} is not checked: no rule judges a "
+                    "member of the objects inside an array or map (constrain a top-level or "
+                    "struct field instead)",
                 )
-            return dict(value)
-        if len(kinds) != 1:
-            raise self.fail(
-                f"x-jsl-{key} as text needs exactly one constraint, this property "
-                f"has {kinds or 'none'}; {add}",
-                (*at, f"x-jsl-{key}"),
+            inner = self.unchecked(f.type, at, f"{prefix}{f.path}.")
+            members.append(replace(f, type=inner, constraints=()))
+        return FieldType(TypeKind.STRUCT, fields=tuple(members))
+
+    def declared_type(self, schema: Mapping, at: At) -> FieldType:
+        """The type `x-jsl-type` declares (struct members from the schema's properties)."""
+        text = schema["x-jsl-type"]
+        if isinstance(text, str) and text.strip().lower() == "json":
+            return FieldType(TypeKind.JSON)  # whatever the schema says below: its JSON text
+        items, items_at = schema, at
+        while items.get("type") == "array" and isinstance(items.get("items"), Mapping):
+            items, items_at = self.schema(items["items"], (*items_at, "items"))
+        if items.get("type") == "object" and isinstance(items.get("additionalProperties"), Mapping):
+            items, items_at = self.schema(
+                items["additionalProperties"], (*items_at, "additionalProperties")
             )
-        return {kinds[0]: value}
+        nested = self.struct_fields(items, items_at) if "properties" in items else ()
+        with self.at((*at, "x-jsl-type")):
+            declared = parse_type(text, fields=nested)
+        if declared.element is not None:
+            element = self.unchecked(declared.element, items_at)
+            return FieldType(declared.kind, element=element)
+        return declared

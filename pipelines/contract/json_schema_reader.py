@@ -1,26 +1,43 @@
-"""Event types from JSON Schema (draft 2020-12; draft-07 reads the same), one schema per message.
+"""Event types from JSON Schema (draft 2020-12; draft-07 and draft-04 read the same), as
+pydantic, zod or any tool wrote them: one schema per message, or a top-level oneOf/anyOf of
+object schemas told apart by a const discriminator (one event type each).
 
     JSON Schema                                contract
     type: string                               string
     type: string, format: date-time            timestamp(iso8601)
     type: string, format: date                 date
-    type: string, format: uuid | email         string + format constraint
+    type: string, format: <checked format>     string + format constraint (uuid, email,
+                                               time, duration, uri, uri-reference, hostname,
+                                               ipv4, ipv6, byte)
+    format: <any other>                        an annotation: logged once, not checked
     type: integer (format: int64)              long
     type: integer, format: int32               integer
     type: number                               double
     type: boolean                              boolean
-    type: [T, "null"]                          T (required or not comes from `required`)
+    anyOf: [number, string] (pydantic Decimal) string (the exact text), a decimal-number
+                                               pattern, the number's constraints judging the
+                                               text exactly; with x-jsl-type, that type
+    no type (pydantic Any, {})                 json: the value's JSON text in a string column
+    type: [T, "null"], anyOf/oneOf [S, null],  T, nullable: a required nullable field must be
+    nullable: true, null in enum               present and may be null
+    allOf: [...]                               merged (properties and required joined)
     nested type: object with properties        flattened: data.fileSize -> column file_size
     type: object, additionalProperties: S      map<type of S> (an object with no properties)
-    type: array, items: S                      array<type of S> (objects: array<struct>)
+    type: array, items: S                      array<type of S> (objects: array<struct>);
+                                               S's constraints check each element
     required: [...]                            required (a nested field: if its parents are)
     additionalProperties: false                unknown fields: reject
     description                                the column's description
-    minimum and/or maximum                     one range constraint
-    pattern, enum, maxLength                   pattern, enum, max_length constraints
+    minimum, maximum, exclusiveMinimum,        one range constraint (draft-04's boolean
+    exclusiveMaximum                           exclusive flags too)
+    multipleOf                                 multiple_of constraint (decimal arithmetic)
+    pattern, enum, minLength, maxLength        pattern, enum, min_length, max_length
+    minItems, maxItems, uniqueItems            min_items, max_items, unique_items
+    minProperties, maxProperties               min_properties, max_properties (maps, structs)
     const on the discriminator                 the event type's name
     const elsewhere                            enum of one value
-    $ref: "#/..."                              resolved in the same document
+    $ref: "#/..."                              resolved in the same document (keywords beside
+                                               it merged as an allOf)
     x-jsl-type: decimal(12,2)                  overrides the type (any contract type);
                                                struct keeps a nested object as one column
     x-jsl-column: name                         the column's name
@@ -31,11 +48,14 @@
     x-jsl-severities: {rule: sev} (at the root) built-in rules' severities (quarantine or
                                                quarantine+block), as a contract's severities:
 
-Any other keyword (`oneOf`, `anyOf`, `allOf`, `not`, `if`/`then`/`else`, `patternProperties`,
-`dependentSchemas`, `exclusiveMinimum`, `minLength`, a `$ref` to another document, an
-unknown `format`, ...) fails with its schema path; annotations (`title`, `examples`,
-`default`, `$comment`, `x-...`) are ignored. The envelope's paths, tables, subjects and
-derived columns are not in a schema: the caller supplies them.
+Keywords that cannot become a column or a row rule (`not`, `if`/`then`/`else`,
+`patternProperties`, `dependentSchemas`, `dependentRequired`, `propertyNames`, `prefixItems`,
+`contains`, `unevaluated*`, a union that is not one of the above, a `$ref` to another document
+or a recursive one) fail with their schema path and what to do (`REFUSED` in
+`pipelines.contract.json_schema_document`); annotations (`title`, `examples`, `default`,
+`$comment`, `content*`, `discriminator`, `x-...`) are ignored. The envelope's paths, tables,
+subjects and derived columns are not in a schema: the caller supplies them. docs/contract.md
+has the table of every keyword.
 """
 
 from __future__ import annotations
@@ -47,8 +67,8 @@ from typing import Any
 
 from pipelines.contract.constraints import Severity
 from pipelines.contract.errors import located
-from pipelines.contract.json_schema_document import At
-from pipelines.contract.json_schema_fields import SchemaFields
+from pipelines.contract.json_schema_document import ANNOTATIONS, At
+from pipelines.contract.json_schema_fields import MAX_DEPTH, SchemaFields
 from pipelines.contract.model import (
     Contract,
     DerivedColumn,
@@ -85,7 +105,7 @@ class SchemaReader(SchemaFields):
         derived: Sequence[DerivedColumn] = (),
     ) -> EventType:
         """The event type a message's payload schema describes (see the module docstring)."""
-        schema, at = self.resolve(schema, at)
+        schema, at = self.schema(schema, at)
         self.check_keywords(schema, at)
         policies: list[tuple[bool, At]] = []
         fields = self.flatten(schema, at, "", True, envelope, policies, {})
@@ -134,6 +154,40 @@ class SchemaReader(SchemaFields):
         with self.at(at):
             return checked_severities(given)
 
+    def variants(
+        self, schema: Any, at: At, name: str | None, envelope: Envelope
+    ) -> list[tuple[Any, At, str | None]]:
+        """The event types of a document: itself, or each object schema of a top-level
+        `oneOf`/`anyOf` (a discriminated union, as pydantic and zod write one), named by its
+        discriminator's const (or, without envelope.event_type, by its title)."""
+        root, root_at = self.resolve(schema, at)
+        union = next((k for k in ("oneOf", "anyOf") if k in root), None)
+        if union is None or not isinstance(root[union], list):
+            return [(schema, at, name)]
+        branches = [self.schema(b, (*root_at, union, i)) for i, b in enumerate(root[union])]
+        if not all(self.is_object(b) and "properties" in b for b, _ in branches):
+            return [(schema, at, name)]  # not a union of events: read (and refused) as one
+        extra = set(root) - {union, "$defs", "definitions", "discriminator"} - ANNOTATIONS
+        extra -= {k for k in root if isinstance(k, str) and k.startswith("x-")}
+        if extra:
+            raise self.fail(
+                f"{', '.join(sorted(extra))} beside a top-level {union} of event schemas; "
+                f"move it into each schema of the {union}",
+                (*root_at, sorted(extra)[0]),
+            )
+        found = []
+        for branch, branch_at in branches:
+            title = branch.get("title") if envelope.event_type is None else None
+            if envelope.event_type is None and not isinstance(title, str):
+                raise self.fail(
+                    f"each schema of a top-level {union} is an event type: set "
+                    "envelope.event_type to the property whose const tells them apart "
+                    "(or give each schema a title, with subjects per event type)",
+                    branch_at,
+                )
+            found.append((branch, branch_at, title))
+        return found
+
     def not_here(self, schema: Any, at: At, keyword: str, where: str) -> None:
         """Fails when `schema` has `keyword`, which is read only `where`."""
         if isinstance(schema, Mapping) and keyword in schema:
@@ -141,9 +195,8 @@ class SchemaReader(SchemaFields):
 
     def discriminator(self, schema: Mapping, at: At, path: str) -> str:
         for key in path.split("."):
-            schema, at = self.resolve(
-                schema.get("properties", {}).get(key, {}), (*at, "properties", key)
-            )
+            found = {name: (p, p_at) for name, p, p_at, _ in self.properties(schema, at)}
+            schema, at = self.schema(*found.get(key, ({}, (*at, "properties", key))))
         value, values = schema.get("const"), schema.get("enum")
         if value is None and isinstance(values, list) and len(values) == 1:
             value = values[0]
@@ -166,14 +219,32 @@ class SchemaReader(SchemaFields):
         columns: dict[str, At],
     ) -> list[Field]:
         """The fields of an object's properties; nested objects flatten into more fields."""
+        if prefix.count(".") > MAX_DEPTH:
+            raise self.fail(
+                f"objects nest more than {MAX_DEPTH} levels here ({prefix[:60]}...): a "
+                "recursive $ref (a model that contains itself)? The contract needs a finite "
+                "schema: cut the recursion, or give the property x-jsl-type: json to keep "
+                "its JSON text",
+                at,
+            )
         policies.append((schema.get("additionalProperties") is False, at))
         fields = []
         for key, prop, prop_at, is_required in self.properties(schema, at):
-            prop, prop_at = self.resolve(prop, prop_at)
+            prop, prop_at = self.schema(prop, prop_at)
             self.check_keywords(prop, prop_at)
             self.not_here(prop, prop_at, "x-jsl-severities", "at the root of the document")
             path = prefix + key
             if self.is_object(prop) and "x-jsl-type" not in prop and "properties" in prop:
+                for keyword in ("minProperties", "maxProperties"):
+                    if keyword in prop:
+                        raise self.fail(
+                            f"{keyword} on an object that is flattened into columns; add "
+                            "x-jsl-type: struct to keep it as one struct column (then it "
+                            "counts the members present)",
+                            (*prop_at, keyword),
+                        )
+                # A nullable object may be null: its fields cannot be required then.
+                inner = required and is_required and prop.get("nullable") is not True
                 if "x-jsl-column" in prop:
                     raise self.fail(
                         "x-jsl-column on an object that is flattened into columns; "
@@ -181,7 +252,7 @@ class SchemaReader(SchemaFields):
                         (*prop_at, "x-jsl-column"),
                     )
                 fields += self.flatten(
-                    prop, prop_at, f"{path}.", required and is_required, envelope, policies, columns
+                    prop, prop_at, f"{path}.", inner, envelope, policies, columns
                 )
                 continue
             found = self.field(
@@ -192,13 +263,14 @@ class SchemaReader(SchemaFields):
                 discriminator=path == envelope.event_type,
             )
             if found.column.lower() in columns:
-                other = columns[found.column.lower()]
+                other, other_path = columns[found.column.lower()]
                 raise self.fail(
-                    f"two properties land in column {found.column!r}: this one and "
-                    f"#/{'/'.join(map(str, other))}; set x-jsl-column on one",
+                    f"two properties land in column {found.column!r}: this one ({path}) and "
+                    f"#/{'/'.join(map(str, other))} ({other_path}); set x-jsl-column on one, "
+                    "or x-jsl-type: struct on an object to keep it as one column",
                     prop_at,
                 )
-            columns[found.column.lower()] = prop_at
+            columns[found.column.lower()] = (prop_at, path)
             fields.append(found)
         return fields
 
@@ -243,8 +315,13 @@ def read_json_schemas(
     tables: Mapping[str, str] | None = None,
     subjects: Mapping[str, Sequence[str]] | None = None,
     derived: Mapping[str, Sequence[DerivedColumn]] | None = None,
+    default_subjects: Sequence[str] = (),
 ) -> Contract:
-    """`contract_from_json_schemas` of JSON or YAML files, each named by its file name's stem.
+    """`contract_from_json_schemas` of JSON or YAML files, each named by its file name's stem
+    (or, for each schema of a top-level oneOf/anyOf, by its discriminator's const).
+
+    `default_subjects` are the subjects of an event type `subjects` gives none (a stream
+    declared with one event type and no discriminator: the stream's subjects).
 
     Raises:
         ContractError: naming the file, line and schema path of the first problem.
@@ -254,10 +331,12 @@ def read_json_schemas(
         doc = load_document(path)
         reader = SchemaReader(doc.data, source=doc.source, line_of=doc.line_of)
         readers.append((reader, doc.data, Path(path).name.split(".")[0]))
-    return _contract(readers, envelope, tables, subjects, derived, None)
+    return _contract(readers, envelope, tables, subjects, derived, None, default_subjects)
 
 
-def _contract(readers, envelope, tables, subjects, derived, source) -> Contract:
+def _contract(
+    readers, envelope, tables, subjects, derived, source, default_subjects=()
+) -> Contract:
     subjects, derived = subjects or {}, derived or {}
     events, severities, ids = [], {}, []
     for reader, schema, name in readers:
@@ -270,12 +349,15 @@ def _contract(readers, envelope, tables, subjects, derived, source) -> Contract:
                     "schema; a built-in rule has one severity per contract",
                     ("x-jsl-severities", rule),
                 )
-        event = reader.event_type(schema, (), name=name, envelope=envelope, tables=tables)
-        extra = {
-            "subjects": tuple(subjects.get(event.name, ())),
-            "derived": tuple(derived.get(event.name, ())),
-        }
-        with located(source, ("events", event.name)):
-            events.append(replace(event, **{k: v for k, v in extra.items() if v}))
+        for variant, at, variant_name in reader.variants(schema, (), name, envelope):
+            event = reader.event_type(
+                variant, at, name=variant_name, envelope=envelope, tables=tables
+            )
+            extra = {
+                "subjects": tuple(subjects.get(event.name, default_subjects)),
+                "derived": tuple(derived.get(event.name, ())),
+            }
+            with located(source, ("events", event.name)):
+                events.append(replace(event, **{k: v for k, v in extra.items() if v}))
     with located(source, ()):
         return Contract(tuple(events), envelope, severities, version=" ".join(ids) or None)

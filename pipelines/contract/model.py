@@ -68,7 +68,9 @@ class Contract:
     rules: tuple[Rule, ...] = field(init=False, compare=False, repr=False)
 
     def __post_init__(self) -> None:
-        object.__setattr__(self, "event_types", tuple(self.event_types))
+        # The envelope's implied fields (a header event id, the CloudEvents attributes).
+        completed = tuple(self.envelope.complete(event) for event in self.event_types)
+        object.__setattr__(self, "event_types", completed)
         if not self.event_types:
             raise ContractError("the contract declares no event types", path=("events",))
         names, tables = set(), {}

@@ -12,9 +12,12 @@ Built in, in this order:
 - `no_unknown_fields`: no undeclared field (only if an event type rejects unknown fields).
 
 Then each constraint of each field, in declaration order: named `<column>_<suffix>` or as the
-constraint says, with its severity. A rule name is unique in a contract; the same name on
-the same column with the same constraint in several event types is one rule that applies to
-all of them (e.g. `user_id_format` on two events' `data.userId`).
+constraint says, with its severity; one on each element of an array (`each`) is named
+`<column>_each_<suffix>`.
+
+A rule name is unique in a contract; the same name on the same column with the same
+constraint in several event types is one rule that applies to all of them (e.g.
+`user_id_format` on two events' `data.userId`).
 """
 
 from __future__ import annotations
@@ -154,7 +157,7 @@ def _field_rules(event: EventType) -> list[tuple[Rule, tuple]]:
                 )
             rule = Rule(
                 name,
-                constraint.describe(full_path),
+                constraint.describe(constraint.subject(full_path, f.type)),
                 (event.name,),
                 constraint.severity,
                 column,

@@ -1,11 +1,12 @@
 """The contract declared inline in YAML (or as the same dict), as a component's defs.yaml holds it.
 
     version: 1.4.0                  # optional: your version, recorded on every row
-    envelope:                       # optional; every key optional
-      event_type: eventType         # JSON path of the discriminator
-      event_id: eventId             # JSON path of the event id (de-duplication key)
-      event_time: timestamp         # JSON path of the event time
+    envelope:                       # optional; every key optional (or: envelope: cloudevents)
+      event_type: eventType         # field path of the discriminator
+      event_id: eventId             # ... of the event id (dedup key), or header:Nats-Msg-Id
+      event_time: timestamp         # ... of the event time
       fields: {<path>: <field>}     # fields every event type has, first in each table
+      preset: cloudevents           # instead of the three paths: CloudEvents (docs/envelopes.md)
     events:
       <EventTypeName>:              # the discriminator's value
         table: silver/<name>        # default: silver/<snake_case of the name>
@@ -17,14 +18,19 @@
     severities:                     # optional: built-in rules' severities (default quarantine)
       required_fields_present: quarantine+block
 
+A field path is a dotted JSON path, `header:<Name>` (a NATS header) or `subject:<index>` (a
+token of the subject); under the cloudevents preset JSON paths start in the event's data.
 A field is a type (`data.amount: decimal(12,2)`) or a mapping: `type` (default string, or
 struct when it has `fields`), `column` (default: snake_case of the path's last key),
-`required` (default false), `description`, `fields` (of a struct, array<struct> or
-map<struct>), the constraints `minimum`/`maximum` (one range rule), `pattern`, `enum`,
-`max_length`, `format` (uuid | date-time | email) and `not_in_future` (the allowed clock
-skew, e.g. 5m, or true for none), and their rules' names and severities: `rule` and
-`severity` when the field has one constraint, otherwise `rules: {<kind>: <name> | {name,
-severity}}` with kind range, pattern, enum, max_length, format or not_in_future. A
+`required` (default false), `nullable` (default false: a required nullable field may be
+JSON null), `description`, `fields` (of a struct, array<struct> or map<struct>), the
+constraints `minimum`/`maximum`/`exclusive_minimum`/`exclusive_maximum` (one range rule),
+`multiple_of`, `pattern`, `enum`, `min_length`, `max_length`, `format` (see
+`pipelines.contract.formats`), `min_items`, `max_items`, `unique_items`, `min_properties`,
+`max_properties` and `not_in_future` (the allowed clock skew, e.g. 5m, or true for none),
+and their rules' names and severities: `rule` and `severity` when the field has one
+constraint, otherwise `rules: {<kind>: <name> | {name, severity}}` with kind range or the
+constraint's key. A
 severity is quarantine, warn, block or quarantine+block (the row is quarantined and the
 rule's check blocks).
 """
@@ -47,6 +53,8 @@ from pipelines.contract.constraints import (
 )
 from pipelines.contract.datatypes import parse_type
 from pipelines.contract.errors import ContractError, PathPart, located
+from pipelines.contract.event_types import EnvelopePreset
+from pipelines.contract.fields import SourceKind, field_source
 from pipelines.contract.model import (
     Contract,
     DerivedColumn,
@@ -56,17 +64,45 @@ from pipelines.contract.model import (
     snake_case,
 )
 from pipelines.contract.rules import BUILTIN_RULES
+from pipelines.contract.sizes import (
+    MaxItems,
+    MaxProperties,
+    MinItems,
+    MinLength,
+    MinProperties,
+    MultipleOf,
+    UniqueItems,
+)
 from pipelines.contract.yaml_source import Document, load_document
 
 At = tuple[PathPart, ...]
 CONTRACT_KEYS = ("envelope", "events", "severities", "version")
-ENVELOPE_KEYS = ("event_type", "event_id", "event_time", "fields")
+ENVELOPE_KEYS = ("event_type", "event_id", "event_time", "fields", "preset")
+ENVELOPE_PATHS = ("event_type", "event_id", "event_time")
 EVENT_KEYS = ("table", "subjects", "description", "unknown_fields", "fields", "derived")
-CONSTRAINT_KEYS = ("minimum", "maximum", "pattern", "enum", "max_length", "format")
+CONSTRAINT_KEYS = (
+    "minimum",
+    "maximum",
+    "exclusive_minimum",
+    "exclusive_maximum",
+    "multiple_of",
+    "pattern",
+    "enum",
+    "min_length",
+    "max_length",
+    "format",
+    "min_items",
+    "max_items",
+    "unique_items",
+    "min_properties",
+    "max_properties",
+)
+_BOUNDS = ("minimum", "maximum", "exclusive_minimum", "exclusive_maximum")
 FIELD_KEYS = (
     "type",
     "column",
     "required",
+    "nullable",
     "description",
     "fields",
     *CONSTRAINT_KEYS,
@@ -207,19 +243,7 @@ class _Reader:
 
     def contract(self, data: Any, at: At) -> Contract:
         data = self.mapping(data, at, CONTRACT_KEYS)
-        envelope_data = self.mapping(data.get("envelope"), (*at, "envelope"), ENVELOPE_KEYS)
-        for key in ("event_type", "event_id", "event_time"):
-            value = envelope_data.get(key)
-            if value is not None and (not isinstance(value, str) or not all(value.split("."))):
-                raise self.fail(
-                    f"{key} is a dotted JSON path such as eventId, got {value!r}",
-                    (*at, "envelope", key),
-                )
-        envelope = Envelope(
-            envelope_data.get("event_type"),
-            envelope_data.get("event_id"),
-            envelope_data.get("event_time"),
-        )
+        envelope, envelope_data = self.envelope(data.get("envelope"), (*at, "envelope"))
         shared = self.fields(envelope_data.get("fields"), (*at, "envelope", "fields"))
         events = self.mapping(data.get("events"), (*at, "events"), None)
         if not events:
@@ -238,6 +262,40 @@ class _Reader:
                 dict(severities),
                 version=None if version is None else str(version),
             )
+
+    def envelope(self, value: Any, at: At) -> tuple[Envelope, Mapping]:
+        named = isinstance(value, str)
+        data = self.mapping({"preset": value} if named else value, at, ENVELOPE_KEYS)
+        preset = data.get("preset")
+        if preset is not None and preset not in tuple(EnvelopePreset):
+            choices = ", ".join(p.value for p in EnvelopePreset)
+            raise self.fail(
+                f"the envelope preset is one of {choices}, got {preset!r}; or give the "
+                "envelope's paths (event_type, event_id, event_time)",
+                at if named else (*at, "preset"),
+            )
+        for key in ENVELOPE_PATHS:
+            path = data.get(key)
+            if path is None:
+                continue
+            if preset is not None:
+                raise self.fail(
+                    f"the {preset} preset reads {key} itself (CloudEvents "
+                    f"{key.removeprefix('event_')}); remove {key}, or drop the preset and name "
+                    "every path",
+                    (*at, key),
+                )
+            with self.at((*at, key)):
+                source = field_source(path)
+            if source.kind is SourceKind.CLOUDEVENTS:
+                raise self.fail(
+                    f"{path!r} is read only under the cloudevents preset: write `envelope: "
+                    "cloudevents`, or read the header (header:ce-id)",
+                    (*at, key),
+                )
+        with self.at(at[:-1]):
+            envelope = Envelope(*(data.get(key) for key in ENVELOPE_PATHS), preset=preset)
+        return envelope, data
 
     def event(self, name: str, spec: Any, shared: tuple[Field, ...], at: At) -> EventType:
         spec = self.mapping(spec, at, EVENT_KEYS)
@@ -284,21 +342,32 @@ class _Reader:
                 required=spec.get("required", False),
                 description=spec.get("description"),
                 constraints=constraints,
+                nullable=spec.get("nullable", False),
             )
 
     def constraints(self, spec: Mapping, at: At) -> tuple[Constraint, ...]:
         found: list[tuple[type[Constraint], dict[str, Any]]] = []
-        if "minimum" in spec or "maximum" in spec:
-            found.append((Range, {"minimum": spec.get("minimum"), "maximum": spec.get("maximum")}))
+        if any(key in spec for key in _BOUNDS):
+            found.append((Range, {key: spec.get(key) for key in _BOUNDS}))
         simple = {
+            "multiple_of": (MultipleOf, "factor"),
             "pattern": (Pattern, "regex"),
             "enum": (AllowedValues, "values"),
+            "min_length": (MinLength, "length"),
             "max_length": (MaxLength, "length"),
             "format": (Format, "format"),
+            "min_items": (MinItems, "count"),
+            "max_items": (MaxItems, "count"),
+            "min_properties": (MinProperties, "count"),
+            "max_properties": (MaxProperties, "count"),
         }
         for key, (kind, argument) in simple.items():
             if key in spec:
                 found.append((kind, {argument: spec[key]}))
+        if spec.get("unique_items") not in (None, False, True):
+            raise self.fail("unique_items is true or false", (*at, "unique_items"))
+        if spec.get("unique_items"):
+            found.append((UniqueItems, {}))
         if "not_in_future" in spec:
             skew = spec["not_in_future"]
             with self.at((*at, "not_in_future")):

@@ -11,12 +11,18 @@ the expectations that carry its name (`rule_outcomes`):
                               mistyped value is null in its typed column, so it counts too)
     event_id_unique           ExpectColumnValuesToBeUnique on the event id (within the batch;
                               copies of rows already in silver are the pipeline's to catch)
-    range                     ExpectColumnValuesToBeBetween
-    pattern                   ExpectColumnValuesToMatchRegex (Java regex, anchored)
+    range                     ExpectColumnValuesToBeBetween (strict_min / strict_max for
+                              exclusive bounds)
+    pattern                   ExpectColumnValuesToMatchRegex (Java regex, found anywhere)
     enum                      ExpectColumnValuesToBeInSet
-    max_length                ExpectColumnValueLengthsToBeBetween
-    format                    ExpectColumnValuesToMatchRegex (uuid, email; date-time by shape)
+    min_length, max_length    ExpectColumnValueLengthsToBeBetween
+    format                    ExpectColumnValuesToMatchRegex (date-time and date by shape)
     not_in_future             ExpectColumnPairValuesAToBeGreaterThanB(latest >= value)
+
+GX has no expectation for the others (multiple_of, min_items, max_items, unique_items,
+min_properties, max_properties, a constraint on each element of an array, and a number
+constraint on a number written as text, pydantic's Decimal): their checks count the rows
+the stage flagged, as for the structural rules below.
 
 The other built-in rules (`parseable_json`, `known_event_type`, `field_types_valid`,
 `no_unknown_fields`) are about the message rather than a column; their checks count the
@@ -45,6 +51,7 @@ from pipelines.contract import (
     StringFormat,
 )
 from pipelines.contract import rules as builtin
+from pipelines.contract.sizes import MinLength
 from pipelines.silver import layout
 from pipelines.silver.rule_columns import (
     FORMAT_PATTERNS,
@@ -82,7 +89,9 @@ def _required(event: EventType) -> list[layout.Spot]:
     return [
         spot
         for spot in by_path.values()
-        if spot.field.required and all(by_path[s].field.required for s in spot.structs)
+        if spot.field.required
+        and not spot.field.nullable  # present but null is a value for a nullable field
+        and all(by_path[s].field.required for s in spot.structs)
     ]
 
 
@@ -110,8 +119,8 @@ def expectation_frame(candidates: DataFrame, contract: Contract, event: EventTyp
     if id_field is not None:
         columns[flat_name(id_field.column)] = _value(id_field.column)
     for rule in _rules_of(contract, event):
-        if rule.constraint is None:
-            continue
+        if rule.constraint is None or rule.constraint.each:
+            continue  # GX checks no element of an array (see the module docstring)
         spot = spots[rule.path]
         columns[flat_name(spot.column)] = _value(spot.column)
         if isinstance(rule.constraint, NotInFuture):
@@ -166,7 +175,7 @@ def contract_suite(
                     kwargs={"column": column, "mostly": mostly},
                 )
             )
-        elif rule.constraint is not None:
+        elif rule.constraint is not None and _constraint(rule, "") is not None:
             column = flat_name(_spots(event)[rule.path].column)
             expectation, kwargs = _constraint(rule, column)
             checks.append(
@@ -184,10 +193,17 @@ def contract_suite(
     return QualitySuite(name=event.table, checks=tuple(checks))
 
 
-def _constraint(rule: Rule, column: str) -> tuple[str, dict[str, Any]]:
+def _constraint(rule: Rule, column: str) -> tuple[str, dict[str, Any]] | None:
+    """The expectation and its arguments of a constraint rule; None if GX has none."""
     c = rule.constraint
+    if c.each or c.numeric_text:
+        return None
     if isinstance(c, Range):
         bounds = {"min_value": c.minimum, "max_value": c.maximum}
+        if c.exclusive_minimum is not None or c.exclusive_maximum is not None:
+            low, high = c.lowest or (None, False), c.highest or (None, False)
+            bounds = {"min_value": low[0], "max_value": high[0]}
+            bounds |= {"strict_min": low[1], "strict_max": high[1]}
         return "ExpectColumnValuesToBeBetween", {"column": column, **bounds}
     if isinstance(c, Pattern):
         return "ExpectColumnValuesToMatchRegex", {"column": column, "regex": spark_pattern(c.regex)}
@@ -195,6 +211,8 @@ def _constraint(rule: Rule, column: str) -> tuple[str, dict[str, Any]]:
         return "ExpectColumnValuesToBeInSet", {"column": column, "value_set": list(c.values)}
     if isinstance(c, MaxLength):
         return "ExpectColumnValueLengthsToBeBetween", {"column": column, "max_value": c.length}
+    if isinstance(c, MinLength):
+        return "ExpectColumnValueLengthsToBeBetween", {"column": column, "min_value": c.length}
     if isinstance(c, Format):
         regex = DATE_TIME_SHAPE if c.format is StringFormat.DATE_TIME else FORMAT_PATTERNS[c.format]
         return "ExpectColumnValuesToMatchRegex", {"column": column, "regex": regex}
@@ -205,7 +223,7 @@ def _constraint(rule: Rule, column: str) -> tuple[str, dict[str, Any]]:
             "or_equal": True,
             "ignore_row_if": "either_value_is_missing",
         }
-    raise TypeError(f"rule {rule.name!r} has a constraint GX cannot check: {c!r}")
+    return None
 
 
 def rule_outcomes(report: ValidationReport) -> dict[str, dict[str, Any]]:

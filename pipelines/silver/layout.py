@@ -16,6 +16,11 @@ The checked frame (`pipelines.silver.parse.parse_events`) keeps the bronze colum
 
 Which paths are judged depends on the row's event type: its own fields for a declared type,
 otherwise only the fields every event type declares alike (the envelope's).
+
+A field read from a header, a subject token or a CloudEvents attribute (`header:ce-id`,
+`subject:2`, `cloudevents:id`) is one path with no parents and no place among the payload's
+objects; under the cloudevents preset, JSON paths start in the event's data (the payload in
+binary mode, its `data` in structured mode).
 """
 
 from __future__ import annotations
@@ -23,6 +28,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from pipelines.contract import Contract, EventType, Field, TypeKind, UnknownFields
+from pipelines.contract.fields import SourceKind, field_source
 
 PAYLOAD_PROBLEM = "_payload_problem"
 EVENT_TYPE = "_event_type"
@@ -63,9 +69,18 @@ def spots(fields: tuple[Field, ...], path: str = "", column: str = "", structs=(
 
 
 def prefixes(path: str) -> list[str]:
-    """`data.a.b` -> [`data`, `data.a`]: the objects on the way to it."""
+    """`data.a.b` -> [`data`, `data.a`]: the objects on the way to it (none for a header,
+    a subject token or a CloudEvents attribute)."""
+    if not from_payload(path):
+        return []
     keys = path.split(".")
     return [".".join(keys[:n]) for n in range(1, len(keys))]
+
+
+def from_payload(path: str) -> bool:
+    """Whether a field path is a JSON path into the payload (not `header:`, `subject:`,
+    `cloudevents:`)."""
+    return field_source(path).kind is SourceKind.PAYLOAD
 
 
 def event_struct(contract: Contract, name: str) -> str:
@@ -107,8 +122,10 @@ def all_paths(contract: Contract) -> list[str]:
 
 def containers(event: EventType) -> dict[str, frozenset[str]]:
     """The objects holding the event type's fields ("" for the root) -> the keys it declares."""
-    found: dict[str, set[str]] = {}
+    found: dict[str, set[str]] = {"": set()}
     for spot in spots(event.fields):
+        if not from_payload(spot.path):
+            continue
         keys = spot.path.split(".")
         for depth in range(len(keys)):
             found.setdefault(".".join(keys[:depth]), set()).add(keys[depth])

@@ -7,11 +7,20 @@ its JSON type (`schema_of_variant`), which tells a missing or null field
 what follows the first JSON value, so the text is parsed wrapped in `[...]` (exactly one
 value inside) and must end with `}`.
 
-Missing and mistyped, precisely: a required field absent or JSON null is missing; a present
+Missing and mistyped, precisely: a required field absent or JSON null is missing (absent
+only, when it is `nullable`: JSON null is then its value); a present
 field of the wrong type is mistyped. An object on the way to a field (`data` of
 `data.orderId`) that is present but not an object is mistyped itself, and its fields are not
 reported; a struct field's members are judged only when the struct is an object. The columns
 added are listed in `pipelines.silver.layout`.
+
+Fields read from outside the payload (`header:<Name>`, `subject:<index>`, docs/envelopes.md)
+take their text from `pipelines.silver.field_sources`, typed by `variant_types.from_text`:
+absent is missing, unparsable is mistyped. Under the `cloudevents` preset a row is in binary
+mode when it has a `ce-specversion` header (attributes in `ce-*` headers, the payload is the
+data), else in structured mode (attributes are the payload's top-level keys, the data its
+`data`: present but not an object, it is mistyped `data (expected an object)`); JSON paths
+are looked up in the data.
 """
 
 from __future__ import annotations
@@ -23,7 +32,10 @@ from pyspark.sql import functions as F
 from pyspark.sql.types import ArrayType, StringType
 
 from pipelines.contract import Contract, EventType, Field, TypeKind, UnknownFields
+from pipelines.contract.event_types import EnvelopePreset
+from pipelines.contract.fields import SourceKind, field_source
 from pipelines.silver import layout
+from pipelines.silver.field_sources import BINARY, header_text, source_text
 from pipelines.silver.layout import (
     EVENT_ID,
     EVENT_TIME,
@@ -33,7 +45,14 @@ from pipelines.silver.layout import (
     PAYLOAD_PROBLEM,
     Spot,
 )
-from pipelines.silver.variant_types import conforms, expected, json_path, present, typed
+from pipelines.silver.variant_types import (
+    conforms,
+    expected,
+    from_text,
+    json_path,
+    present,
+    typed,
+)
 
 
 def _no_paths() -> Column:
@@ -74,10 +93,12 @@ def payload_problem(text: Column, doc: Column, extra: Column) -> Column:
 
 
 class _Columns:
-    """Names of the temporary per-path columns: `_v` value, `_k` JSON type, `_t` typed value."""
+    """Names of the temporary per-path columns: `_v` value, `_s` text (of a header or subject
+    token), `_k` JSON type (`STRING` for text), `_t` typed value."""
 
     def __init__(self, contract: Contract) -> None:
         self.paths = {path: n for n, path in enumerate(layout.all_paths(contract))}
+        self.sources = {path: field_source(path) for path in self.paths}
         self.types: dict[tuple[str, str], str] = {}
         for event in contract.event_types:
             for spot in layout.spots(event.fields):
@@ -90,11 +111,14 @@ class _Columns:
     def kind(self, path: str) -> Column:
         return F.col(f"_k{self.paths[path]}")
 
+    def text(self, path: str) -> Column:
+        return F.col(f"_s{self.paths[path]}")
+
     def typed(self, spot: Spot) -> Column:
         return F.col(self.types[(spot.path, str(spot.field.type))])
 
     def temporary(self) -> list[str]:
-        names = [f"_{kv}{n}" for n in self.paths.values() for kv in "vk"]
+        names = [f"_{kv}{n}" for n in self.paths.values() for kv in "vsk"]
         return [*names, *self.types.values()]
 
 
@@ -102,9 +126,14 @@ def _is_object(kind: Column) -> Column:
     return F.coalesce(kind.startswith("OBJECT"), F.lit(False))
 
 
-def _problems(cols: _Columns, fields: tuple[Field, ...]) -> tuple[Column, Column]:
-    """(missing paths, mistyped paths) of `fields`, as array<string> Columns."""
+def _problems(
+    cols: _Columns, fields: tuple[Field, ...], bad_data: Column | None
+) -> tuple[Column, Column]:
+    """(missing paths, mistyped paths) of `fields`, as array<string> Columns; `bad_data`:
+    a CloudEvents structured row whose `data` is not an object (its JSON paths unreachable)."""
     missing, mistyped = [], []
+    if bad_data is not None:
+        mistyped.append(F.when(bad_data, F.lit("data (expected an object)")))
     spots = layout.spots(fields)
     struct_paths = {s.path for s in spots if s.field.type.kind is TypeKind.STRUCT}
     parents = {p: None for s in spots for p in layout.prefixes(s.path) if p not in struct_paths}
@@ -116,6 +145,8 @@ def _problems(cols: _Columns, fields: tuple[Field, ...]) -> tuple[Column, Column
         kind = cols.kind(spot.path)
         # Reachable: every struct around it is an object, no other parent is a non-object.
         reachable = F.lit(True)
+        if bad_data is not None and layout.from_payload(spot.path):
+            reachable = ~bad_data
         for parent in layout.prefixes(spot.path):
             parent_kind = cols.kind(parent)
             if parent in struct_paths:
@@ -123,7 +154,9 @@ def _problems(cols: _Columns, fields: tuple[Field, ...]) -> tuple[Column, Column
             else:
                 reachable = reachable & ~(present(parent_kind) & ~_is_object(parent_kind))
         if spot.field.required:
-            missing.append(F.when(reachable & ~present(kind), F.lit(spot.path)))
+            # A nullable required field must be there, and may be JSON null.
+            absent = kind.isNull() if spot.field.nullable else ~present(kind)
+            missing.append(F.when(reachable & absent, F.lit(spot.path)))
         kind_of = spot.field.type.kind
         if kind_of in (TypeKind.STRUCT, TypeKind.ARRAY, TypeKind.MAP):
             ok = conforms(cols.value(spot.path), kind, spot.field.type)
@@ -168,10 +201,22 @@ def subject_regex(subject: str) -> str:
     return "^" + r"\.".join(tokens) + r"\z"
 
 
+def _typed(cols: _Columns, spot: Spot) -> Column:
+    """The field's typed value, wherever it is read from."""
+    source, path, field_type = cols.sources[spot.path], spot.path, spot.field.type
+    if source.kind is SourceKind.PAYLOAD:
+        return typed(cols.value(path), cols.kind(path), field_type)
+    if source.kind is SourceKind.CLOUDEVENTS:
+        structured = typed(cols.value(path), cols.kind(path), field_type)
+        return F.when(F.col(BINARY), from_text(cols.text(path), field_type)).otherwise(structured)
+    return from_text(cols.text(path), field_type)
+
+
 def _event_type(contract: Contract, cols: _Columns) -> Column:
     path = contract.envelope.event_type
     if path is not None:
-        return typed(cols.value(path), cols.kind(path), contract.event_types[0].field(path).type)
+        field = contract.event_types[0].field(path)
+        return cols.typed(Spot(field, path, field.column))
     chosen = F.lit(None).cast("string")
     for event in reversed(contract.event_types):
         matches = [F.col("subject").rlike(subject_regex(s)) for s in event.subjects]
@@ -212,8 +257,8 @@ def parse_events(bronze: DataFrame, contract: Contract) -> DataFrame:
     """Parses bronze payloads into the checked frame of `contract`, without duplicates judged.
 
     Args:
-        bronze: rows with at least stream, seq, subject, published and payload
-            (`pipelines.ingest.bronze.BRONZE_SCHEMA`).
+        bronze: rows with at least stream, seq, subject, published and payload, and headers
+            when the contract reads one (`pipelines.ingest.bronze.BRONZE_SCHEMA`).
         contract: the stream's event contract.
 
     Returns:
@@ -223,32 +268,57 @@ def parse_events(bronze: DataFrame, contract: Contract) -> DataFrame:
         types that keep or reject them, the undeclared fields.
     """
     cols = _Columns(contract)
+    cloudevents = contract.envelope.preset is EnvelopePreset.CLOUDEVENTS
     text = F.col("payload").cast("string")
     wrapped = F.try_parse_json(F.concat(F.lit("["), text, F.lit("]")))
     frame = bronze.withColumns({"_wrapped": wrapped, "_text": text})
     doc, extra = (F.variant_get("_wrapped", f"$[{i}]", "variant") for i in (0, 1))
     frame = frame.withColumns({"_doc": doc, "_extra": extra})
+    root, bad_data = "_doc", None
+    if cloudevents:
+        binary = header_text("ce-specversion").isNotNull()
+        frame = frame.withColumns(
+            {BINARY: binary, "_data": F.variant_get("_doc", "$['data']", "variant")}
+        )
+        frame = frame.withColumns(
+            {
+                "_data": F.when(F.col(BINARY), F.col("_doc")).otherwise(F.col("_data")),
+                "_data_kind": F.schema_of_variant("_data"),
+            }
+        )
+        data_kind = F.col("_data_kind")
+        bad_data = ~F.col(BINARY) & present(data_kind) & ~_is_object(data_kind)
+        root = "_data"
+    values, kinds = {}, {}
+    for p, n in cols.paths.items():
+        source, value, kind = cols.sources[p], f"_v{n}", F.schema_of_variant(f"_v{n}")
+        if source.kind is SourceKind.PAYLOAD:
+            values[value] = F.variant_get(root, json_path(p), "variant")
+        else:
+            values[f"_s{n}"] = source_text(source)
+            text_kind = F.when(F.col(f"_s{n}").isNotNull(), F.lit("STRING"))
+            if source.kind is SourceKind.CLOUDEVENTS:
+                structured = F.variant_get("_doc", json_path(source.name), "variant")
+                values[value] = F.when(~F.col(BINARY), structured)
+                kind = F.when(F.col(BINARY), text_kind).otherwise(kind)
+            else:
+                kind = text_kind
+        kinds[f"_k{n}"] = kind
     frame = frame.withColumns(
         {
             PAYLOAD_PROBLEM: payload_problem(F.col("_text"), F.col("_doc"), F.col("_extra")),
-            **{
-                f"_v{n}": F.variant_get("_doc", json_path(p), "variant")
-                for p, n in cols.paths.items()
-            },
+            **values,
         }
     )
-    frame = frame.withColumns(
-        {f"_k{n}": F.schema_of_variant(f"_v{n}") for n in cols.paths.values()}
-    )
+    frame = frame.withColumns(kinds)
     typed_values = {}
     for event in contract.event_types:
         for spot in layout.spots(event.fields):
-            name = cols.types[(spot.path, str(spot.field.type))]
-            typed_values[name] = typed(cols.value(spot.path), cols.kind(spot.path), spot.field.type)
+            typed_values[cols.types[(spot.path, str(spot.field.type))]] = _typed(cols, spot)
     frame = frame.withColumns(typed_values)
     frame = frame.withColumn(EVENT_TYPE, _event_type(contract, cols))
-    problems = {e.name: _problems(cols, e.fields) for e in contract.event_types}
-    common = _problems(cols, layout.common_fields(contract))
+    problems = {e.name: _problems(cols, e.fields, bad_data) for e in contract.event_types}
+    common = _problems(cols, layout.common_fields(contract), bad_data)
     added = {
         EVENT_ID: _envelope_value(contract, cols, contract.envelope.event_id, "string"),
         EVENT_TIME: _envelope_value(contract, cols, contract.envelope.event_time, "timestamp"),
@@ -259,6 +329,7 @@ def parse_events(bronze: DataFrame, contract: Contract) -> DataFrame:
         members = [cols.typed(Spot(f, f.path, f.column)).alias(f.column) for f in event.fields]
         added[layout.event_struct(contract, event.name)] = F.struct(*members)
         if event.unknown_fields in (UnknownFields.KEEP, UnknownFields.REJECT):
-            added[layout.unknown_map(contract, event.name)] = _unknown_fields(F.col("_doc"), event)
+            added[layout.unknown_map(contract, event.name)] = _unknown_fields(F.col(root), event)
     frame = frame.withColumns(added)
-    return frame.drop("_wrapped", "_text", "_doc", "_extra", *cols.temporary())
+    internal = ("_wrapped", "_text", "_doc", "_extra", BINARY, "_data", "_data_kind")
+    return frame.drop(*internal, *cols.temporary())

@@ -6,6 +6,10 @@ to. A rule that cannot be evaluated (its field missing or mistyped, or a row of 
 type it does not apply to) is not reported as broken: the missing or mistyped field is.
 When the payload is not a JSON object, only `parseable_json` is.
 
+A constraint on each element of an array (`each`) breaks when one element breaks it (null
+elements are not judged); its detail shows the first such element. The size and multiple
+constraints are judged in `pipelines.silver.size_rules`.
+
 `not_in_future` compares with the message's publish time (`published`, when the stream
 stored it) plus the rule's skew, so a row is judged the same however late it is processed.
 """
@@ -14,6 +18,7 @@ from __future__ import annotations
 
 import datetime as dt
 import decimal
+from dataclasses import replace
 
 from pyspark.sql import Column
 from pyspark.sql import functions as F
@@ -21,6 +26,7 @@ from pyspark.sql import functions as F
 from pipelines.contract import (
     AllowedValues,
     Contract,
+    FieldType,
     Format,
     MaxLength,
     NotInFuture,
@@ -32,6 +38,8 @@ from pipelines.contract import (
     TypeKind,
 )
 from pipelines.contract import rules as builtin
+from pipelines.contract.constraints import DECIMAL_TEXT_TYPE
+from pipelines.contract.formats import FORMAT_REGEX
 from pipelines.silver import layout
 from pipelines.silver.layout import (
     DUPLICATE_OF,
@@ -41,12 +49,10 @@ from pipelines.silver.layout import (
     MISTYPED_FIELDS,
     PAYLOAD_PROBLEM,
 )
-from pipelines.silver.variant_types import ISO_TIMESTAMP_FORMAT
+from pipelines.silver.size_rules import size_check, text_decimal
+from pipelines.silver.variant_types import DATE_FORMAT, ISO_TIMESTAMP_FORMAT
 
-FORMAT_PATTERNS = {
-    StringFormat.UUID: r"^[0-9a-fA-F]{8}(-[0-9a-fA-F]{4}){3}-[0-9a-fA-F]{12}\z",
-    StringFormat.EMAIL: r"^[^@\s]+@[^@\s]+\.[^@\s.]+\z",
-}
+FORMAT_PATTERNS = FORMAT_REGEX  # Java regular expressions per format (date-time: parsed)
 _MICROS_PER_DAY = 86_400_000_000
 
 
@@ -87,31 +93,89 @@ def _quoted(column: Column) -> Column:
 
 
 def _literal(value: object, kind: TypeKind) -> Column:
-    if kind is TypeKind.DECIMAL:
+    """A bound or allowed value as a literal compared exactly with a column of `kind`: a
+    decimal for decimal columns, and for integer columns when it has a fraction."""
+    fractional = isinstance(value, float) and kind in (TypeKind.INTEGER, TypeKind.LONG)
+    if kind is TypeKind.DECIMAL or fractional:
         return F.lit(decimal.Decimal(str(value)))
     return F.lit(value)
 
 
-def _constraint(rule: Rule, value: Column, kind: TypeKind) -> tuple[Column, Column]:
-    """(broken, detail) of a constraint rule on the typed `value`."""
-    c, path = rule.constraint, rule.path
+def _constraint(rule: Rule, value: Column, field_type: FieldType) -> tuple[Column, Column]:
+    """(broken, detail) of a constraint rule on the typed `value` (each element with `each`)."""
+    c = rule.constraint
+    if not c.each:
+        return _judge(c, rule.path, value, field_type)
+    element, part = field_type.element, "an element"
+    if field_type.kind is TypeKind.MAP:
+        value, part = F.map_values(value), "a value"
+
+    def breaks(e: Column) -> Column:
+        return F.coalesce(_judge(c, rule.path, e, element)[0], F.lit(False))
+
+    bad = F.filter(value, breaks)
+    _, first = _judge(c, f"{part} of {rule.path}:", F.element_at(bad, 1), element)
+    return F.size(bad) > 0, first
+
+
+def _range(c: Range, path: str, value: Column, kind: TypeKind) -> tuple[Column, Column]:
+    ok = F.lit(True)
+    if c.minimum is not None:
+        ok = ok & (value >= _literal(c.minimum, kind))
+    if c.maximum is not None:
+        ok = ok & (value <= _literal(c.maximum, kind))
+    if c.exclusive_minimum is not None:
+        ok = ok & (value > _literal(c.exclusive_minimum, kind))
+    if c.exclusive_maximum is not None:
+        ok = ok & (value < _literal(c.exclusive_maximum, kind))
+    return ~ok, F.concat(F.lit(f"{path} "), value.cast("string"), F.lit(_outside(c)))
+
+
+def _outside(c: Range) -> str:
+    """` is outside [low, high]`, each bracket open for an exclusive bound."""
+    low = "[-inf" if c.lowest is None else f"{'(' if c.lowest[1] else '['}{c.lowest[0]}"
+    high = "inf]" if c.highest is None else f"{c.highest[0]}{')' if c.highest[1] else ']'}"
+    return f" is outside {low}, {high}"
+
+
+def _numeric_text(c, path: str, text: Column) -> tuple[Column, Column]:
+    """A number constraint on a number written as text (pydantic's Decimal): judged on the
+    text as decimal(38,18); text that is no number is the field's pattern's to report, a
+    number with more digits than that cannot be judged exactly and breaks the rule."""
+    number, exact = text_decimal(text)
+    broken, _ = _judge(replace(c, numeric_text=False), path, number, DECIMAL_TEXT_TYPE)
+    inexact = number.isNotNull() & ~exact
+    wrong = _outside(c) if isinstance(c, Range) else f" is not a multiple of {c.exact:f}"
+    why = F.when(inexact, F.lit(" has too many digits to be judged exactly")).otherwise(wrong)
+    return inexact | (exact & broken), F.concat(F.lit(f"{path} "), _quoted(text), why)
+
+
+def _format(c: Format, value: Column) -> Column:
+    """Whether a string is of the constraint's format."""
+    if c.format is StringFormat.DATE_TIME:
+        return F.try_to_timestamp(value, F.lit(ISO_TIMESTAMP_FORMAT)).isNotNull()
+    ok = value.rlike(FORMAT_REGEX[c.format])
+    if c.format is StringFormat.DATE:
+        ok = ok & F.try_to_date(value, DATE_FORMAT).isNotNull()
+    return ok
+
+
+def _judge(c, path: str, value: Column, field_type: FieldType) -> tuple[Column, Column]:
+    """(broken, detail) of constraint `c` on one typed value."""
+    if c.numeric_text:
+        return _numeric_text(c, path, value)
+    kind = field_type.kind
+    sized = size_check(c, path, value, field_type)
+    if sized is not None:
+        return sized
     if isinstance(c, Range):
-        ok = F.lit(True)
-        if c.minimum is not None:
-            ok = ok & (value >= _literal(c.minimum, kind))
-        if c.maximum is not None:
-            ok = ok & (value <= _literal(c.maximum, kind))
-        low = "-inf" if c.minimum is None else c.minimum
-        high = "inf" if c.maximum is None else c.maximum
-        return ~ok, F.concat(
-            F.lit(f"{path} "), value.cast("string"), F.lit(f" is outside [{low}, {high}]")
-        )
+        return _range(c, path, value, kind)
     if isinstance(c, Pattern):
         return ~value.rlike(spark_pattern(c.regex)), F.concat(
             F.lit(f"{path} "), _quoted(value), F.lit(f" does not match {c.regex}")
         )
     if isinstance(c, AllowedValues):
-        return ~value.isin(*c.values), F.concat(
+        return ~value.isin(*(_literal(v, kind) for v in c.values)), F.concat(
             F.lit(f"{path} "),
             _quoted(value),
             F.lit(f" is not one of {', '.join(map(str, c.values))}"),
@@ -123,11 +187,7 @@ def _constraint(rule: Rule, value: Column, kind: TypeKind) -> tuple[Column, Colu
             F.lit(f" characters long, more than {c.length}"),
         )
     if isinstance(c, Format):
-        if c.format is StringFormat.DATE_TIME:
-            ok = F.try_to_timestamp(value, F.lit(ISO_TIMESTAMP_FORMAT)).isNotNull()
-        else:
-            ok = value.rlike(FORMAT_PATTERNS[c.format])
-        return ~ok, F.concat(
+        return ~_format(c, value), F.concat(
             F.lit(f"{path} "), _quoted(value), F.lit(f" is not a valid {c.format}")
         )
     if isinstance(c, NotInFuture):
@@ -142,7 +202,7 @@ def _constraint(rule: Rule, value: Column, kind: TypeKind) -> tuple[Column, Colu
             F.lit(f"{path} "), _iso(value), F.lit(" is later than its publish time + clock skew ("),
             _iso(latest), F.lit(")"),
         )  # fmt: skip
-    raise TypeError(f"rule {rule.name!r} has a constraint silver cannot check: {c!r}")
+    raise TypeError(f"a constraint silver cannot check: {c!r}")
 
 
 def _value(contract: Contract, event: str, column: str) -> Column:
@@ -152,16 +212,16 @@ def _value(contract: Contract, event: str, column: str) -> Column:
     return value
 
 
-def _field_kind(contract: Contract, event: str, rule: Rule) -> TypeKind:
+def _field_type(contract: Contract, event: str, rule: Rule) -> FieldType:
     spot = next(s for s in layout.spots(contract.event_type(event).fields) if s.path == rule.path)
-    return spot.field.type.kind
+    return spot.field.type
 
 
 def _constraint_rule(contract: Contract, rule: Rule) -> tuple[Column, Column]:
     broken, detail = F.lit(False), F.lit(None).cast("string")
     for event in reversed(rule.applies_to):
         value = _value(contract, event, rule.column)
-        check, text = _constraint(rule, value, _field_kind(contract, event, rule))
+        check, text = _constraint(rule, value, _field_type(contract, event, rule))
         here = F.col(EVENT_TYPE) == event
         broken = F.when(here, check).otherwise(broken)
         detail = F.when(here, text).otherwise(detail)

@@ -77,6 +77,7 @@ _SIMPLE = {
     TypeKind.BOOLEAN: BooleanType(),
     TypeKind.TIMESTAMP: TimestampType(),
     TypeKind.DATE: DateType(),
+    TypeKind.JSON: StringType(),  # the value's JSON text
 }
 _TEXT_MAP = MapType(StringType(), StringType())
 

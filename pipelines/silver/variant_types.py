@@ -13,7 +13,8 @@ into the text "42" for a string field.
 - timestamp(iso8601): a string such as 2026-11-21T10:00:00.000Z (a zone is required; Spark's
   lenient cast would take a bare date). epoch_seconds: a number (fractions to the
   microsecond); epoch_millis: an integer; both within years 1-9999.
-- date: a `yyyy-MM-dd` string. boolean: true or false.
+- date: a `yyyy-MM-dd` string. boolean: true or false. json: any value, kept as its JSON
+  text (`{"a":1}`, `"text"` with its quotes, `12.50`).
 - struct: an object (its fields are read one by one, see `pipelines.silver.parse`); array,
   map: an array / an object whose elements all conform (JSON null elements stay null).
 """
@@ -74,6 +75,8 @@ def typed(variant: Column, kind: Column, field_type: FieldType) -> Column:
     k = field_type.kind
     if k is TypeKind.STRING:
         return _text(variant, kind)
+    if k is TypeKind.JSON:
+        return F.when(present(kind), F.to_json(variant))
     if k in (TypeKind.INTEGER, TypeKind.LONG):
         spark_type = field_type.spark_sql
         return F.when(kind.isin(*INTEGER_KINDS), F.try_variant_get(variant, "$", spark_type))
@@ -105,6 +108,22 @@ def typed(variant: Column, kind: Column, field_type: FieldType) -> Column:
     return F.when(kind.startswith("OBJECT"), values)
 
 
+def from_text(text: Column, field_type: FieldType) -> Column:
+    """A header's or subject token's text as `field_type.spark_sql`; null unless it reads as
+    one: a string as is; a timestamp(iso8601) or date as written in JSON; a number, boolean
+    or epoch timestamp as its JSON literal (`42`, `1.5`, `true`), so what a payload field
+    accepts (a decimal that would be rounded is not)."""
+    k = field_type.kind
+    if k is TypeKind.STRING:
+        return text
+    if k is TypeKind.DATE:
+        return F.try_to_date(text, DATE_FORMAT)
+    if k is TypeKind.TIMESTAMP and field_type.encoding is TimestampEncoding.ISO8601:
+        return F.try_to_timestamp(text, F.lit(ISO_TIMESTAMP_FORMAT))
+    parsed = F.try_parse_json(text)
+    return typed(parsed, F.schema_of_variant(parsed), field_type)
+
+
 def conforms(variant: Column, kind: Column, field_type: FieldType) -> Column:
     """Whether a present value has the type all the way down (required struct fields included).
 
@@ -125,7 +144,9 @@ def _conforms(variant: Column, kind: Column, field_type: FieldType, *, top: bool
             inner_kind = F.schema_of_variant(inner)
             member = _conforms(inner, inner_kind, f.type, top=False)
             ok = ok & F.coalesce(
-                F.when(present(inner_kind), member).otherwise(F.lit(not f.required)),
+                F.when(present(inner_kind), member).otherwise(
+                    F.lit(not f.required) | (F.lit(f.nullable) & (inner_kind == "VOID"))
+                ),
                 F.lit(False),
             )
         return ok
@@ -159,6 +180,7 @@ def expected(field_type: FieldType) -> str:
         return f"an object of {field_type.element}"
     return {
         TypeKind.STRING: "a string",
+        TypeKind.JSON: "any JSON value",
         TypeKind.INTEGER: "an integer of 32 bits",
         TypeKind.LONG: "an integer",
         TypeKind.DOUBLE: "a number",

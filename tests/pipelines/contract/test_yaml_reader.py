@@ -215,7 +215,7 @@ def test_keep_adds_the_unknown_fields_map_column():
         ({"type": "long", "enum": ["a"]}, "enum", "enum value 'a' is not a long"),
         ({"enum": []}, "enum", "enum must be a non-empty list"),
         ({"max_length": 0}, "max_length", "max_length must be a positive integer"),
-        ({"format": "uri"}, "format", "unknown format 'uri'; use one of uuid, date-time, email"),
+        ({"format": "url"}, "format", "unknown format 'url'; use one of uuid, date-time"),
         ({"not_in_future": "5m"}, "not_in_future", "not_in_future applies to date, timestamp"),
         ({"type": "timestamp", "not_in_future": "soon"}, "not_in_future", "bad duration"),
         ({"pattern": "^a$", "severity": "fatal"}, "severity", "unknown severity 'fatal'"),
@@ -423,5 +423,5 @@ def test_a_rule_name_or_severity_on_a_field_without_a_constraint_says_to_add_one
     text = error(one_event({"data.x": {"type": "long", key: value}}))
 
     assert f"c.yaml: events.E.fields['data.x'].{key}: `{key}` names the rule" in text
-    assert "add a constraint (minimum, maximum, pattern, enum, max_length, format" in text
+    assert "add a constraint (minimum, maximum, exclusive_minimum, exclusive_maximum" in text
     assert f"not_in_future) or remove `{key}`" in text
