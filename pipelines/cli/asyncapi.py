@@ -2,10 +2,11 @@
 
 The channels come from the event subjects (`pipelines.file_trash.events.SUBJECTS`), the
 stream that captures each and the durable consumers that read it from the declared topology
-(`FILE_TRASH_TOPOLOGY`), and the payload schemas from the event dataclasses. Each channel's
-NATS binding names its JetStream stream (`jetstream: {stream: FILE_EVENTS}`); the
-`x-jetstream` extension adds the stream's limits and the durable consumers whose filter
-covers the channel. The payload schemas carry the `x-jsl-*` extensions of the event contract
+(`FILE_TRASH_TOPOLOGY`), and the payload schemas from the event dataclasses. Each channel
+names its JetStream stream in the `x-jsl-stream` extension (the NATS bindings spec defines no
+channel binding property, so the channel has no NATS binding); the `x-jetstream` extension
+adds the stream's limits and the durable consumers whose filter covers the channel. The
+payload schemas carry the `x-jsl-*` extensions of the event contract
 (`pipelines/file_trash/contract.yaml`) for what JSON Schema cannot say (a column name, a rule
 name, a time that may not be in the future), so `pipelines.contract.read_asyncapi` reads the
 same fields and rules from this document as from the contract.
@@ -203,9 +204,7 @@ def _channel(subject: str, event_type: str, topology: Topology) -> dict[str, Any
         "description": f"{event_type}s, captured by JetStream stream {stream.name}.",
         "servers": [{"$ref": "#/servers/nats"}],
         "messages": {event_type: {"$ref": f"#/components/messages/{event_type}"}},
-        "bindings": {
-            "nats": {"bindingVersion": NATS_BINDING_VERSION, "jetstream": {"stream": stream.name}}
-        },
+        "x-jsl-stream": stream.name,
         "x-jetstream": {
             "stream": stream.name,
             "streamSubjects": list(stream.subjects or ()),

@@ -6,6 +6,7 @@ from __future__ import annotations
 from dagster import AssetKey, Model
 from pydantic import Field
 
+from pipelines.contract import ContractError, Envelope
 from pipelines.ingest.declaration import ingest_spec, stream_spec
 from pipelines.lakehouse.aggregates import Aggregate, parse_measure
 from pipelines.wiring.streams import DEFAULT_SENSOR_INTERVAL, BronzeIngest
@@ -82,11 +83,31 @@ class IngestModel(Model):
 
 
 class EnvelopeModel(Model):
-    """JSON paths of the envelope, for a contract read from AsyncAPI."""
+    """Field paths of the envelope, for a contract read from AsyncAPI: JSON paths,
+    `header:<Name>` or `subject:<index>` (docs/envelopes.md)."""
 
     event_type: str | None = Field(default=None, description="The event-type discriminator.")
-    event_id: str | None = Field(default=None, description="The event id (de-duplication key).")
+    event_id: str | None = Field(
+        default=None,
+        description="The event id (de-duplication key), e.g. eventId or header:Nats-Msg-Id.",
+    )
     event_time: str | None = Field(default=None, description="The event time.")
+
+
+def envelope_of(declared: EnvelopeModel | str | None) -> Envelope:
+    """The envelope a component declares: its paths, or a preset's name (`cloudevents`).
+
+    Raises:
+        ValueError: an unknown preset or a path that is none of the forms, saying what to write.
+    """
+    try:
+        if isinstance(declared, str):
+            return Envelope(preset=declared)
+        declared = declared or EnvelopeModel()
+        return Envelope(declared.event_type, declared.event_id, declared.event_time)
+    except ContractError as error:
+        where = f"envelope.{error.path[-1]}: " if len(error.path) > 1 else "envelope: "
+        raise ValueError(where + error.problem) from None
 
 
 class TimeModel(Model):

@@ -21,7 +21,7 @@ SECTIONS: tuple[tuple[str, type[BaseModel]], ...] = (
     ("`JetStreamStream` attributes", JetStreamStream),
     ("`stream`", StreamModel),
     ("each of `ingests`", IngestModel),
-    ("`envelope` (with `asyncapi_file`)", EnvelopeModel),
+    ("`envelope` (with `asyncapi_file` or `json_schema_files`)", EnvelopeModel),
     ("each of `aggregates`", AggregateModel),
     ("`time` (of an aggregate)", TimeModel),
 )

@@ -9,7 +9,7 @@
         - name: order_events
           durable: orders-bronze
           table: bronze/order_events
-      contract:                       # or contract_file: / asyncapi_file:
+      contract:                       # or contract_file: / asyncapi_file: / json_schema_files:
         envelope: {event_type: eventType, event_id: eventId, event_time: timestamp}
         events: {...}                 # docs/contract.md
 
@@ -56,16 +56,22 @@ from pipelines.components.errors import (  # the error, also importable from her
     ComponentDeclarationError as ComponentDeclarationError,
 )
 from pipelines.components.errors import DeclarationSite
-from pipelines.components.models import AggregateModel, EnvelopeModel, IngestModel, StreamModel
+from pipelines.components.models import (
+    AggregateModel,
+    EnvelopeModel,
+    IngestModel,
+    StreamModel,
+    envelope_of,
+)
 from pipelines.components.scaffold import JetStreamStreamScaffolder
 from pipelines.contract import (
     Contract,
-    Envelope,
     contract_from_dict,
     derived_from_dict,
     read_asyncapi,
     read_contract,
     read_derived,
+    read_json_schemas,
 )
 from pipelines.ingest.spec import IngestSpec
 from pipelines.lakehouse.artifacts import ARTIFACTS_BUCKET, ARTIFACTS_DESCRIPTION
@@ -95,7 +101,7 @@ class LoadedSilver:
 # Stream name -> its silver, filled as components load.
 LOADED: dict[str, LoadedSilver] = {}
 # The attributes that declare a contract, one at most.
-CONTRACT_FORMS = ("contract", "contract_file", "asyncapi_file")
+CONTRACT_FORMS = ("contract", "contract_file", "asyncapi_file", "json_schema_files")
 
 
 @scaffold_with(JetStreamStreamScaffolder)
@@ -104,7 +110,10 @@ class JetStreamStream(Component, Model, Resolvable):
 
     Declare the stream, its ingests (durable consumers, each into a bronze table) and the
     contract of its events (inline under `contract`, or in a file: `contract_file` for the
-    YAML form, `asyncapi_file` for an AsyncAPI 3.0 document with JSON Schema payloads).
+    YAML form, `asyncapi_file` for an AsyncAPI 2.x or 3.x document with JSON Schema payloads,
+    whose channels under the stream's subjects are read, `json_schema_files` for JSON Schema
+    files as pydantic, zod or any tool wrote them: one per event type, or one whose top-level
+    oneOf/anyOf is one event type per schema).
     """
 
     stream: StreamModel = Field(description="The JetStream stream.")
@@ -116,18 +125,29 @@ class JetStreamStream(Component, Model, Resolvable):
         default=None, description="A YAML contract file, relative to this defs.yaml."
     )
     asyncapi_file: str | None = Field(
-        default=None, description="An AsyncAPI 3.0 document, relative to this defs.yaml."
+        default=None,
+        description="An AsyncAPI 2.x or 3.x document, relative to this defs.yaml; its channels "
+        "under the stream's subjects are read (docs/asyncapi.md).",
     )
-    envelope: EnvelopeModel | None = Field(
-        default=None, description="The envelope's paths, with asyncapi_file."
+    json_schema_files: list[str] | None = Field(
+        default=None,
+        description="JSON Schema files (JSON or YAML), relative to this defs.yaml: one per "
+        "event type, named by the file's stem, or one whose top-level oneOf/anyOf of object "
+        "schemas are the event types, named by envelope.event_type's const (docs/contract.md).",
+    )
+    envelope: EnvelopeModel | str | None = Field(
+        default=None,
+        description="The envelope's paths or cloudevents, with asyncapi_file or "
+        "json_schema_files (docs/envelopes.md).",
     )
     tables: dict[str, str] | None = Field(
-        default=None, description="Event type -> silver table, with asyncapi_file."
+        default=None,
+        description="Event type -> silver table, with asyncapi_file or json_schema_files.",
     )
     derived: dict[str, dict[str, Any]] | None = Field(
         default=None,
         description="Event type -> its derived columns ({column: Spark SQL expression}, as "
-        "under a contract's derived:), with asyncapi_file.",
+        "under a contract's derived:), with asyncapi_file or json_schema_files.",
     )
     silver_from: str | None = Field(
         default=None,
@@ -237,9 +257,17 @@ class JetStreamStream(Component, Model, Resolvable):
         if not given:
             return None
         form = given[0]
-        if form != "contract" and not (directory / getattr(self, form)).is_file():
-            raise site.missing_file(form, getattr(self, form))
-        derived = self._derived(directory, site) if form == "asyncapi_file" else None
+        files = self.json_schema_files if form == "json_schema_files" else [getattr(self, form)]
+        if not files:
+            raise site.error(
+                "json_schema_files lists no file; give one JSON Schema file per event type",
+                (form,),
+            )
+        for name in files if form != "contract" else ():
+            if not (directory / name).is_file():
+                raise site.missing_file(form, name)
+        by_files = ("asyncapi_file", "json_schema_files")
+        derived = self._derived(directory, site) if form in by_files else None
         with site.blames((form,), self.stream.name):
             if form == "contract":
                 if site.defs_yaml.is_file():
@@ -249,11 +277,22 @@ class JetStreamStream(Component, Model, Resolvable):
                 )
             if form == "contract_file":
                 return read_contract(directory / self.contract_file)
-            envelope = self.envelope or EnvelopeModel()
+            with site.blames(("envelope",), self.stream.name):
+                envelope = envelope_of(self.envelope)
+            if form == "json_schema_files":
+                return read_json_schemas(
+                    [directory / name for name in files],
+                    envelope=envelope,
+                    tables=self.tables,
+                    derived=derived,
+                    # One event type told apart by nothing: it is the stream's every message.
+                    default_subjects=self.stream.subjects if envelope.event_type is None else (),
+                )
             return read_asyncapi(
                 directory / self.asyncapi_file,
                 stream=self.stream.name,
-                envelope=Envelope(envelope.event_type, envelope.event_id, envelope.event_time),
+                subjects=self.stream.subjects,
+                envelope=envelope,
                 tables=self.tables,
                 derived=derived,
             )
@@ -450,7 +489,8 @@ class JetStreamStream(Component, Model, Resolvable):
         return quarantine
 
     def _contract_form(self) -> str:
-        """The attribute that declares the contract: contract, contract_file or asyncapi_file."""
+        """The attribute that declares the contract: contract, contract_file, asyncapi_file or
+        json_schema_files."""
         return next(name for name in CONTRACT_FORMS if getattr(self, name) is not None)
 
     def rejudge_job(self, contract: Contract, ingests: list[BronzeIngest]) -> JobDefinition:

@@ -5,8 +5,8 @@ Three forms give the same object:
 - YAML inline (a component's defs.yaml): `read_contract(path)`, `contract_from_dict(data)`.
 - JSON Schema (draft 2020-12), one per message type: `read_json_schemas(paths, ...)`,
   `contract_from_json_schemas(schemas, ...)`.
-- AsyncAPI 3.0, the channels bound to a JetStream stream: `read_asyncapi(path, stream=...)`,
-  `contract_from_asyncapi(document, stream=...)`.
+- AsyncAPI 2.x or 3.x, the channels under a JetStream stream's subjects:
+  `read_asyncapi(path, stream=..., subjects=...)`, `contract_from_asyncapi(document, ...)`.
 
 Every problem raises `ContractError` naming the file, line and path. See docs/contract.md.
 """
@@ -39,6 +39,16 @@ from pipelines.contract.model import (
     snake_case,
 )
 from pipelines.contract.rules import BUILTIN_RULES, Rule
+from pipelines.contract.sizes import (
+    CONSTRAINT_KINDS,
+    MaxItems,
+    MaxProperties,
+    MinItems,
+    MinLength,
+    MinProperties,
+    MultipleOf,
+    UniqueItems,
+)
 from pipelines.contract.yaml_reader import (
     contract_from_dict,
     default_table,
@@ -49,6 +59,7 @@ from pipelines.contract.yaml_reader import (
 
 __all__ = [
     "BUILTIN_RULES",
+    "CONSTRAINT_KINDS",
     "RESERVED_COLUMNS",
     "UNKNOWN_FIELDS_COLUMN",
     "AllowedValues",
@@ -61,7 +72,13 @@ __all__ = [
     "Field",
     "FieldType",
     "Format",
+    "MaxItems",
     "MaxLength",
+    "MaxProperties",
+    "MinItems",
+    "MinLength",
+    "MinProperties",
+    "MultipleOf",
     "NotInFuture",
     "Pattern",
     "Range",
@@ -70,6 +87,7 @@ __all__ = [
     "StringFormat",
     "TimestampEncoding",
     "TypeKind",
+    "UniqueItems",
     "UnknownFields",
     "contract_from_asyncapi",
     "contract_from_dict",

@@ -2,11 +2,15 @@
 
 `load_document` reads a file with PyYAML's safe loader and also composes its node tree, from
 which it records the line of each mapping key and list item by path. A key written twice in
-one mapping (which PyYAML would silently resolve to the last value) is an error here.
+one mapping (which PyYAML would silently resolve to the last value) is an error here. With
+`yaml12=True` (AsyncAPI documents, which are YAML 1.2) plain `on`, `off`, `yes`, `no` stay
+text and dates stay text, as a YAML 1.2 parser (the AsyncAPI tools') reads them; only
+`true`/`false` are booleans.
 """
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -14,6 +18,23 @@ from typing import Any
 import yaml
 
 from pipelines.contract.errors import ContractError, PathPart
+
+
+class Yaml12Loader(yaml.SafeLoader):
+    """PyYAML's safe loader with YAML 1.2's booleans (true/false only) and no timestamps."""
+
+
+Yaml12Loader.yaml_implicit_resolvers = {
+    first: [
+        (tag, regexp)
+        for tag, regexp in resolvers
+        if tag not in ("tag:yaml.org,2002:bool", "tag:yaml.org,2002:timestamp")
+    ]
+    for first, resolvers in yaml.SafeLoader.yaml_implicit_resolvers.items()
+}
+Yaml12Loader.add_implicit_resolver(
+    "tag:yaml.org,2002:bool", re.compile(r"^(?:true|True|TRUE|false|False|FALSE)$"), list("tTfF")
+)
 
 
 @dataclass(frozen=True)
@@ -39,11 +60,12 @@ class Document:
         return None
 
 
-def load_document(path: str | Path) -> Document:
+def load_document(path: str | Path, *, yaml12: bool = False) -> Document:
     """Reads a YAML or JSON file with the line of every key.
 
     Args:
         path: the file.
+        yaml12: read plain scalars as YAML 1.2 does (booleans only true/false, no dates).
 
     Returns:
         The document; its `source` is `path` as given.
@@ -58,15 +80,16 @@ def load_document(path: str | Path) -> Document:
         raise ContractError(
             f"cannot read the file: {error.strerror or error}", source=source
         ) from error
-    return parse_document(text, source=source)
+    return parse_document(text, source=source, yaml12=yaml12)
 
 
-def parse_document(text: str, *, source: str | None = None) -> Document:
+def parse_document(text: str, *, source: str | None = None, yaml12: bool = False) -> Document:
     """Parses YAML (or JSON) text with the line of every key.
 
     Args:
         text: the document.
         source: its name in errors.
+        yaml12: read plain scalars as YAML 1.2 does (booleans only true/false, no dates).
 
     Returns:
         The document.
@@ -75,8 +98,9 @@ def parse_document(text: str, *, source: str | None = None) -> Document:
         ContractError: the text is not valid YAML or repeats a key in a mapping.
     """
     try:
-        node = yaml.compose(text, Loader=yaml.SafeLoader)
-        data = yaml.safe_load(text)
+        loader = Yaml12Loader if yaml12 else yaml.SafeLoader
+        node = yaml.compose(text, Loader=loader)
+        data = yaml.load(text, Loader=loader)  # a safe loader
     except yaml.YAMLError as error:
         mark = getattr(error, "problem_mark", None)
         problem = getattr(error, "problem", None) or str(error)

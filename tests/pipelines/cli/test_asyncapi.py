@@ -43,7 +43,7 @@ def test_the_document_is_asyncapi_3_with_a_header_and_no_yaml_aliases():
     assert "&id" not in text and "*id" not in text
 
 
-def test_every_channel_names_its_jetstream_stream(document):
+def test_every_channel_names_its_jetstream_stream_in_an_extension_not_a_binding(document):
     channels = document["channels"]
 
     assert {name: c["address"] for name, c in channels.items()} == {
@@ -51,9 +51,9 @@ def test_every_channel_names_its_jetstream_stream(document):
         "filesTrashed": "files.trashed",
     }
     for channel in channels.values():
-        nats = channel["bindings"]["nats"]
-        assert nats["bindingVersion"] == "0.1.0"
-        assert nats["jetstream"] == {"stream": "FILE_EVENTS"}
+        # The NATS bindings spec: a channel binding object MUST NOT contain any properties.
+        assert "bindings" not in channel
+        assert channel["x-jsl-stream"] == "FILE_EVENTS"
         assert channel["x-jetstream"]["stream"] == "FILE_EVENTS"
         assert channel["servers"] == [{"$ref": "#/servers/nats"}]
     assert document["servers"]["nats"] == {

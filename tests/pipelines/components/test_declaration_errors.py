@@ -123,7 +123,7 @@ BROKEN = {
             f"{folder}/defs.yaml:{line(BOTH, 'asyncapi_file:')}: attributes.asyncapi_file: the "
             f"contract is declared 2 times, by contract (line {line(BOTH, 'contract:')}) and "
             f"asyncapi_file (line {line(BOTH, 'asyncapi_file:')}); keep one of contract, "
-            "contract_file, asyncapi_file",
+            "contract_file, asyncapi_file, json_schema_files",
         ],
     ),
     "an unknown field type in an inline contract": Broken(
@@ -250,7 +250,8 @@ def test_without_a_defs_yaml_the_error_names_where_it_would_be(tmp_path: Path) -
 
     assert str(raised.value) == (
         f"{tmp_path}/defs.yaml: attributes.asyncapi_file: the contract is declared 2 times, by "
-        "contract and asyncapi_file; keep one of contract, contract_file, asyncapi_file"
+        "contract and asyncapi_file; keep one of contract, contract_file, asyncapi_file, "
+        "json_schema_files"
     )
 
 

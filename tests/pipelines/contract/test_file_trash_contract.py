@@ -169,13 +169,21 @@ def test_the_generated_asyncapi_document_gives_the_same_fields_as_contract_yaml(
         tables={e.name: e.table for e in contract.event_types},
     )
 
-    def fields(c, name):
+    def fields(c, name, headers=False):
         event = c.event_type(name)
-        return sorted((f.path, f.column, str(f.type), f.required) for f in event.fields)
+        return sorted(
+            (f.path, f.column, str(f.type), f.required)
+            for f in event.fields
+            if f.path.startswith("header:") is headers
+        )
 
     assert [e.name for e in from_asyncapi.event_types] == list(EVENT_TYPES)
     for name in EVENT_TYPES:
         assert fields(from_asyncapi, name) == fields(contract, name)
+        # The document's message headers say more: every message carries a Nats-Msg-Id.
+        assert fields(from_asyncapi, name, headers=True) == [
+            ("header:Nats-Msg-Id", "nats_msg_id", "string", True)
+        ]
         assert from_asyncapi.event_type(name).subjects == contract.event_type(name).subjects
     yaml_rules = {r.name: (r.applies_to, r.constraint) for r in contract.rules}
     asyncapi_rules = {r.name: (r.applies_to, r.constraint) for r in from_asyncapi.rules}
