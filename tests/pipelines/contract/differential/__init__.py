@@ -1,0 +1,1 @@
+"""The differential tests' parts: models, messages, judges and known differences."""
