@@ -45,6 +45,7 @@ SLOW_FIRST = (
     "tests/assets/test_contract_silver.py",
     "tests/pipelines/components/test_orders_end_to_end.py",
     "tests/pipelines/components/test_asyncapi_end_to_end.py",
+    "tests/pipelines/components/test_json_schema_end_to_end.py",
     "tests/ui/test_webserver.py",
     "tests/test_file_trash_end_to_end.py",
     "tests/pipelines/silver/test_stage.py",

@@ -67,6 +67,7 @@ from typing import Any
 
 from pipelines.contract.constraints import Severity
 from pipelines.contract.errors import located
+from pipelines.contract.fields import SourceKind, field_source
 from pipelines.contract.json_schema_document import ANNOTATIONS, At
 from pipelines.contract.json_schema_fields import MAX_DEPTH, SchemaFields
 from pipelines.contract.model import (
@@ -330,8 +331,20 @@ def read_json_schemas(
     for path in paths:
         doc = load_document(path)
         reader = SchemaReader(doc.data, source=doc.source, line_of=doc.line_of)
-        readers.append((reader, doc.data, Path(path).name.split(".")[0]))
+        readers.append((reader, doc.data, event_name_of(path)))
     return _contract(readers, envelope, tables, subjects, derived, None, default_subjects)
+
+
+def event_name_of(path: str | Path) -> str:
+    """The event type a schema file names: its name without `.json`/`.yaml`/`.yml` and then
+    without `.schema` (`OrderPlaced.schema.json` -> `OrderPlaced`, `com.example.order.placed.json`
+    -> `com.example.order.placed`, a CloudEvents type as sent)."""
+    name = Path(path).name
+    for suffix in (".json", ".yaml", ".yml"):
+        if name.endswith(suffix):
+            name = name.removesuffix(suffix)
+            break
+    return name.removesuffix(".schema") or name
 
 
 def _contract(
@@ -349,10 +362,13 @@ def _contract(
                     "schema; a built-in rule has one severity per contract",
                     ("x-jsl-severities", rule),
                 )
-        for variant, at, variant_name in reader.variants(schema, (), name, envelope):
-            event = reader.event_type(
-                variant, at, name=variant_name, envelope=envelope, tables=tables
-            )
+        inner = envelope
+        if envelope.event_type and field_source(envelope.event_type).kind is not SourceKind.PAYLOAD:
+            # The discriminator is a header (or CloudEvents' type), not in the schema: the
+            # file's name (or a union's titles) names each event type, as it is sent.
+            inner = NO_ENVELOPE
+        for variant, at, variant_name in reader.variants(schema, (), name, inner):
+            event = reader.event_type(variant, at, name=variant_name, envelope=inner, tables=tables)
             extra = {
                 "subjects": tuple(subjects.get(event.name, default_subjects)),
                 "derived": tuple(derived.get(event.name, ())),

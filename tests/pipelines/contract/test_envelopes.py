@@ -2,6 +2,8 @@
 `subject:<index>`, the `cloudevents` preset, and the errors that name where and what to write
 (docs/envelopes.md)."""
 
+import json
+
 import pytest
 
 from pipelines.components.models import EnvelopeModel, envelope_of
@@ -12,6 +14,7 @@ from pipelines.contract import (
     TypeKind,
     contract_from_dict,
     read_contract,
+    read_json_schemas,
 )
 from pipelines.contract.event_types import CLOUDEVENTS_FIELDS, EnvelopePreset
 from pipelines.contract.fields import Field, SourceKind, field_source
@@ -261,3 +264,20 @@ def test_the_component_envelope_takes_paths_or_the_preset_name():
         envelope_of("kafka")
     with pytest.raises(ValueError, match=r"^envelope.event_id: 'subject:x' does not name"):
         envelope_of(EnvelopeModel(event_id="subject:x"))
+
+
+def test_json_schema_files_under_cloudevents_are_named_by_their_file(tmp_path):
+    # The schema describes the data; the type comes from CloudEvents, so the file names it.
+    schema = {
+        "type": "object",
+        "required": ["orderId"],
+        "properties": {"orderId": {"type": "string"}, "amount": {"type": "number"}},
+    }
+    path = tmp_path / "com.example.order.placed.schema.json"
+    path.write_text(json.dumps(schema))
+
+    (event,) = read_json_schemas([path], envelope=Envelope.cloudevents()).event_types
+
+    assert event.name == "com.example.order.placed"  # the CloudEvents type, as sent
+    assert [f.column for f in event.fields][:3] == ["ce_id", "ce_type", "ce_source"]
+    assert {"order_id", "amount"} <= {f.column for f in event.fields}
