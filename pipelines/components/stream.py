@@ -132,8 +132,9 @@ class JetStreamStream(Component, Model, Resolvable):
     json_schema_files: list[str] | None = Field(
         default=None,
         description="JSON Schema files (JSON or YAML), relative to this defs.yaml: one per "
-        "event type, named by its file name without the extension and .schema, or one whose top-level oneOf/anyOf of object "
-        "schemas are the event types, named by envelope.event_type's const (docs/contract.md).",
+        "event type, named by its file name without the extension and .schema, or one "
+        "whose top-level oneOf/anyOf of object schemas are the event types, named by "
+        "envelope.event_type's const (docs/contract.md).",
     )
     envelope: EnvelopeModel | str | None = Field(
         default=None,

@@ -100,8 +100,10 @@ class EventType:
                 )
             for constraint in _constraints_below_collections(f.type):
                 raise ContractError(
-                    f"a {constraint.kind} constraint inside an array or map is not supported; "
-                    "constrain top-level or struct fields only",
+                    f"a {constraint.kind} constraint inside a map, inside a nested array or "
+                    "on each element of a collection inside an array is not supported; "
+                    "constrain top-level or struct fields, or the members of an array's "
+                    "objects, only",
                     path=("fields", f.path),
                 )
         check_unique_columns(self.fields, ())
@@ -264,14 +266,16 @@ class Envelope:
             ) from None
 
 
-def _constraints_below_collections(field_type: FieldType, below: bool = False) -> list:
+def _constraints_below_collections(field_type: FieldType, depth: int = 0) -> list:
+    """The constraints no rule judges: below a map or two arrays, and each-element ones
+    below one array (a member of an array's objects is judged on every element)."""
     found = []
     for f in field_type.fields:
-        if below:
-            found.extend(f.constraints)
-        found.extend(_constraints_below_collections(f.type, below))
+        found.extend(c for c in f.constraints if depth > 1 or (depth and c.each))
+        found.extend(_constraints_below_collections(f.type, depth))
     if field_type.element is not None:
-        found.extend(_constraints_below_collections(field_type.element, True))
+        step = 1 if field_type.kind is TypeKind.ARRAY else 2
+        found.extend(_constraints_below_collections(field_type.element, depth + step))
     return found
 
 

@@ -174,8 +174,21 @@ class Field:
         description: what it means (the column's comment).
         constraints: checks of its value, at most one of each kind.
         nullable: whether JSON null is a value it may hold: a required nullable field must
-            be present but may be null (pydantic's `x: Optional[str]` without a default);
-            an optional field may be absent or null either way.
+            be present but may be null (pydantic's `x: Optional[str]` without a default).
+            Unset (None, the YAML form's default), an optional field may be absent or null;
+            false (a JSON Schema whose type leaves out null), JSON null on an optional field
+            breaks `field_types_valid` (`x (expected a string, got null)`). On a required
+            field false is the same as unset, and is kept as unset.
+        items_nullable: whether a JSON null element of an array (value of a map) conforms.
+            Unset (None), it does and stays null; false (JSON Schema `items` that leave out
+            null), it makes the field mistyped.
+        closed_items: the objects inside the array have no field beyond their declared
+            members (JSON Schema `additionalProperties: false` under `items`): an undeclared
+            one is an unknown field (`lines[0].extra`) when the event type keeps or rejects
+            them.
+        number_text: a string field that also takes a JSON number, as its exact text
+            (pydantic's Decimal: `anyOf: [number, string]`); a number that is not held
+            exactly (one Spark would read as a double) is mistyped.
     """
 
     path: str
@@ -184,10 +197,14 @@ class Field:
     required: bool = False
     description: str | None = None
     constraints: tuple[Constraint, ...] = ()
-    nullable: bool = False
+    nullable: bool | None = None
+    items_nullable: bool | None = None
+    closed_items: bool = False
+    number_text: bool = False
 
     def __repr__(self) -> str:
-        return stable_repr(self, ("nullable",))
+        quiet = ("nullable", "items_nullable", "closed_items", "number_text")
+        return stable_repr(self, quiet)
 
     def __post_init__(self) -> None:
         source = field_source(self.path)
@@ -213,9 +230,30 @@ class Field:
             raise ContractError(
                 f"required is true or false, got {self.required!r}", path=("required",)
             )
-        if not isinstance(self.nullable, bool):
+        for key in ("nullable", "items_nullable"):
+            if getattr(self, key) is not None and not isinstance(getattr(self, key), bool):
+                raise ContractError(
+                    f"{key} is true or false, got {getattr(self, key)!r}", path=(key,)
+                )
+        if self.required and self.nullable is False:
+            # The same as unset (null is missing), and the repr (fingerprint) stays as it was.
+            object.__setattr__(self, "nullable", None)
+        collection = self.type.kind in (TypeKind.ARRAY, TypeKind.MAP)
+        if self.items_nullable is not None and not collection:
             raise ContractError(
-                f"nullable is true or false, got {self.nullable!r}", path=("nullable",)
+                f"items_nullable applies to arrays and maps, not {self.type}",
+                path=("items_nullable",),
+            )
+        element = self.type.element
+        arrays_of_structs = self.type.kind is TypeKind.ARRAY and element.kind is TypeKind.STRUCT
+        if self.number_text and self.type.kind is not TypeKind.STRING:
+            raise ContractError(
+                f"number_text applies to strings, not {self.type}", path=("number_text",)
+            )
+        if self.closed_items and not arrays_of_structs:
+            raise ContractError(
+                f"closed_items applies to arrays of structs, not {self.type}",
+                path=("closed_items",),
             )
         object.__setattr__(self, "constraints", tuple(self.constraints))
         kinds = [c.kind for c in self.constraints]

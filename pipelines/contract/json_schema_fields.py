@@ -12,7 +12,7 @@ from typing import Any
 
 from pipelines.contract.datatypes import TYPE_HELP, FieldType, TypeKind, parse_type
 from pipelines.contract.json_schema_constraints import CHECKED_FORMATS, SchemaConstraints
-from pipelines.contract.json_schema_document import ORIGINS, At
+from pipelines.contract.json_schema_document import DECIMAL_TEXT, ORIGINS, At
 from pipelines.contract.model import Field
 
 _SCALARS = {"string": TypeKind.STRING, "number": TypeKind.DOUBLE, "boolean": TypeKind.BOOLEAN}
@@ -36,6 +36,15 @@ def _value_kind(values: list) -> str:
     if all(isinstance(v, int | float) and not isinstance(v, bool) for v in values):
         return "number"
     return "string"
+
+
+def _nullable(schema: Mapping) -> bool | None:
+    """Whether JSON null is a value of the (normalized) schema: true when it says so, false
+    when its `type`, `enum` or `const` leaves null out, None (unset) when nothing restricts
+    the value's type."""
+    if schema.get("nullable") is True:
+        return True
+    return False if {"type", "enum", "const"} & set(schema) else None
 
 
 class SchemaFields(SchemaConstraints):
@@ -72,6 +81,13 @@ class SchemaFields(SchemaConstraints):
         constraints = () if discriminator else self.constraints(schema, at, field_type)
         if not discriminator and "x-jsl-type" not in schema:
             constraints += self.element_constraints(schema, at, field_type)
+        items = None
+        if field_type.kind in (TypeKind.ARRAY, TypeKind.MAP):
+            key = "items" if field_type.kind is TypeKind.ARRAY else "additionalProperties"
+            given = schema.get(key, {})
+            given = given if isinstance(given, Mapping) else {}
+            items, _ = self.schema(given, (*at, key))
+        element = field_type.element
         with self.at(at):
             return Field(
                 path=path,
@@ -80,7 +96,14 @@ class SchemaFields(SchemaConstraints):
                 required=required,
                 description=schema.get("description"),
                 constraints=constraints,
-                nullable=schema.get("nullable") is True,
+                nullable=_nullable(schema),
+                items_nullable=None if items is None else _nullable(items),
+                number_text=field_type.kind is TypeKind.STRING and bool(schema.get(DECIMAL_TEXT)),
+                closed_items=(
+                    field_type.kind is TypeKind.ARRAY
+                    and element.kind is TypeKind.STRUCT
+                    and items.get("additionalProperties") is False
+                ),
             )
 
     def is_object(self, schema: Mapping) -> bool:
@@ -165,7 +188,8 @@ class SchemaFields(SchemaConstraints):
             if not isinstance(items, Mapping):
                 raise self.fail("an array needs `items` with one schema", (*at, "items"))
             element = self.field_type(items, (*at, "items"))
-            return FieldType(TypeKind.ARRAY, element=self.unchecked(element, (*at, "items")))
+            element = self.unchecked(element, (*at, "items"), members=True)
+            return FieldType(TypeKind.ARRAY, element=element)
         if kind == "object":
             values = schema.get("additionalProperties", True)
             if "properties" in schema:
@@ -183,26 +207,36 @@ class SchemaFields(SchemaConstraints):
             )
         raise self.fail(f"unsupported type {kind!r}; use {JSON_TYPE_HELP}", (*at, "type"))
 
-    def unchecked(self, element: FieldType, at: At, prefix: str = "") -> FieldType:
-        """An array's or map's element type with its struct members' constraints left out,
-        each logged once as not checked (no rule judges a member inside a collection)."""
+    def unchecked(
+        self, element: FieldType, at: At, prefix: str = "", *, members: bool = False
+    ) -> FieldType:
+        """An array's or map's element type with the constraints no rule judges left out,
+        each logged once as not checked. With `members` (the objects of an array), the
+        constraints of their members (and of struct members inside those) are kept, as rules
+        on every element (`lines_each_qty_in_range`); those on each element of an array or
+        map inside them, and any below a map or a second collection, are left out."""
         if element.element is not None:
             inner = self.unchecked(element.element, at, prefix)
             return FieldType(element.kind, element=inner)
         if element.kind is not TypeKind.STRUCT:
             return element
-        members = []
+        kept = []
         for f in element.fields:
+            keep = tuple(c_ for c_ in f.constraints if members and not c_.each)
             for constraint in f.constraints:
+                if constraint in keep:
+                    continue
                 self.not_checked(
                     (*at, "properties", *f"{prefix}{f.path}".split(".")),
                     f"{constraint.kind} on {prefix}{f.path} is not checked: no rule judges a "
-                    "member of the objects inside an array or map (constrain a top-level or "
-                    "struct field instead)",
+                    "member of the objects inside a map or a nested array, nor each element "
+                    "of a collection inside them (constrain a top-level or struct field, or "
+                    "a member of an array's objects, instead)",
                 )
-            inner = self.unchecked(f.type, at, f"{prefix}{f.path}.")
-            members.append(replace(f, type=inner, constraints=()))
-        return FieldType(TypeKind.STRUCT, fields=tuple(members))
+            inner_members = members and f.type.kind is TypeKind.STRUCT
+            inner = self.unchecked(f.type, at, f"{prefix}{f.path}.", members=inner_members)
+            kept.append(replace(f, type=inner, constraints=keep))
+        return FieldType(TypeKind.STRUCT, fields=tuple(kept))
 
     def declared_type(self, schema: Mapping, at: At) -> FieldType:
         """The type `x-jsl-type` declares (struct members from the schema's properties)."""

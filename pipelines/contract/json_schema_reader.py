@@ -14,17 +14,25 @@ object schemas told apart by a const discriminator (one event type each).
     type: integer, format: int32               integer
     type: number                               double
     type: boolean                              boolean
-    anyOf: [number, string] (pydantic Decimal) string (the exact text), a decimal-number
-                                               pattern, the number's constraints judging the
-                                               text exactly; with x-jsl-type, that type
+    anyOf: [number, string] (pydantic Decimal) string (the exact text; a JSON number held
+                                               exactly: its text), a decimal-number pattern,
+                                               the number's constraints judging the text
+                                               exactly; with x-jsl-type, that type
     no type (pydantic Any, {})                 json: the value's JSON text in a string column
     type: [T, "null"], anyOf/oneOf [S, null],  T, nullable: a required nullable field must be
     nullable: true, null in enum               present and may be null
+    type, enum or const without null           not nullable: JSON null on an optional field
+                                               is mistyped (`Field.nullable` false)
     allOf: [...]                               merged (properties and required joined)
     nested type: object with properties        flattened: data.fileSize -> column file_size
     type: object, additionalProperties: S      map<type of S> (an object with no properties)
     type: array, items: S                      array<type of S> (objects: array<struct>);
-                                               S's constraints check each element
+                                               S's constraints check each element, its
+                                               members' constraints that member of each
+                                               (`lines_each_qty_in_range`); S without null:
+                                               a null element is mistyped; S with
+                                               additionalProperties: false: an undeclared
+                                               member is an unknown field
     required: [...]                            required (a nested field: if its parents are)
     additionalProperties: false                unknown fields: reject
     description                                the column's description

@@ -13,7 +13,8 @@ Built in, in this order:
 
 Then each constraint of each field, in declaration order: named `<column>_<suffix>` or as the
 constraint says, with its severity; one on each element of an array (`each`) is named
-`<column>_each_<suffix>`.
+`<column>_each_<suffix>`, one on a member of an array's objects
+`<column>_each_<member>_<suffix>` (`lines_each_qty_in_range`: "each lines[].qty is ...").
 
 A rule name is unique in a contract; the same name on the same column with the same
 constraint in several event types is one rule that applies to all of them (e.g.
@@ -27,6 +28,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, replace
 
 from pipelines.contract.constraints import Constraint, Severity
+from pipelines.contract.datatypes import TypeKind
 from pipelines.contract.errors import ContractError, format_path
 from pipelines.contract.event_types import Envelope, EventType
 from pipelines.contract.fields import Field
@@ -60,6 +62,9 @@ class Rule:
         column: the column it checks (dotted inside a struct); None for built-in rules.
         path: the JSON path of that field; None for built-in rules.
         constraint: the constraint it comes from; None for built-in rules.
+        member: for a constraint on a member of an array's objects, the member's column path
+            inside each element (`qty`; `column` is then the array's, `path` the member's
+            as `lines[].qty`); None otherwise.
     """
 
     name: str
@@ -69,6 +74,7 @@ class Rule:
     column: str | None = None
     path: str | None = None
     constraint: Constraint | None = None
+    member: str | None = None
 
     @property
     def builtin(self) -> bool:
@@ -136,20 +142,33 @@ def _one_of(names: tuple[str, ...]) -> str:
     return names[0] if len(names) == 1 else ", ".join(names[:-1]) + " or " + names[-1]
 
 
-def _walk(fields: tuple[Field, ...], path: str = "", column: str = ""):
-    """(field, full JSON path, column path) of every field, struct members included."""
+def _walk(fields: tuple[Field, ...], path: str = "", column: str = "", *, items: bool = True):
+    """(field, full JSON path, column path, where, member) of every field, struct members
+    included, and with `items` the members of the objects of each array (full JSON path
+    `lines[].qty`, the array's column path, member: the column path inside an element)."""
     for f in fields:
         full, col = f"{path}{f.path}", f"{column}{f.column}"
-        yield f, full, col, (f.path,)
-        for inner, inner_full, inner_col, inner_at in _walk(f.type.fields, f"{full}.", f"{col}."):
-            yield inner, inner_full, inner_col, (f.path, "fields", *inner_at)
+        yield f, full, col, (f.path,), None
+        nested = _walk(f.type.fields, f"{full}.", f"{col}.", items=items)
+        for inner, inner_full, inner_col, inner_at, member in nested:
+            yield inner, inner_full, inner_col, (f.path, "fields", *inner_at), member
+        element = f.type.element
+        if items and f.type.kind is TypeKind.ARRAY and element.kind is TypeKind.STRUCT:
+            for inner, inner_full, inner_col, inner_at, _ in _walk(element.fields, items=False):
+                yield inner, f"{full}[].{inner_full}", col, (f.path, "fields", *inner_at), inner_col
 
 
 def _field_rules(event: EventType) -> list[tuple[Rule, tuple]]:
     rules = []
-    for f, full_path, column, at in _walk(event.fields):
+    for f, full_path, column, at, member in _walk(event.fields):
         for constraint in f.constraints:
-            name = constraint.rule_name(column)
+            if member is None:
+                name = constraint.rule_name(column)
+                subject = constraint.subject(full_path, f.type)
+            else:
+                stem = f"{column}_each_{member}".replace(".", "_")
+                name = constraint.rule or f"{stem}_{constraint.suffix}"
+                subject = f"each {full_path}"
             where = ("events", event.name, "fields", *at, constraint.kind)
             if not _RULE_NAME.match(name):
                 raise ContractError(
@@ -157,12 +176,13 @@ def _field_rules(event: EventType) -> list[tuple[Rule, tuple]]:
                 )
             rule = Rule(
                 name,
-                constraint.describe(constraint.subject(full_path, f.type)),
+                constraint.describe(subject),
                 (event.name,),
                 constraint.severity,
                 column,
                 full_path,
                 constraint,
+                member,
             )
             rules.append((rule, where))
     return rules
@@ -197,8 +217,8 @@ def derive_rules(
                 rules[rule.name], origins[rule.name] = rule, where
                 continue
             same = known.constraint is not None and (
-                (known.column, known.path, known.constraint)
-                == (rule.column, rule.path, rule.constraint)
+                (known.column, known.path, known.constraint, known.member)
+                == (rule.column, rule.path, rule.constraint, rule.member)
             )
             if not same:
                 first = format_path(origins[rule.name]) if rule.name in origins else "built in"

@@ -22,8 +22,9 @@ A field path is a dotted JSON path, `header:<Name>` (a NATS header) or `subject:
 token of the subject); under the cloudevents preset JSON paths start in the event's data.
 A field is a type (`data.amount: decimal(12,2)`) or a mapping: `type` (default string, or
 struct when it has `fields`), `column` (default: snake_case of the path's last key),
-`required` (default false), `nullable` (default false: a required nullable field may be
-JSON null), `description`, `fields` (of a struct, array<struct> or map<struct>), the
+`required` (default false), `nullable` (unset by default: an optional field may be JSON
+null; true: a required field may be JSON null; false: JSON null on an optional field is
+mistyped), `description`, `fields` (of a struct, array<struct> or map<struct>), the
 constraints `minimum`/`maximum`/`exclusive_minimum`/`exclusive_maximum` (one range rule),
 `multiple_of`, `pattern`, `enum`, `min_length`, `max_length`, `format` (see
 `pipelines.contract.formats`), `min_items`, `max_items`, `unique_items`, `min_properties`,
@@ -342,7 +343,7 @@ class _Reader:
                 required=spec.get("required", False),
                 description=spec.get("description"),
                 constraints=constraints,
-                nullable=spec.get("nullable", False),
+                nullable=spec.get("nullable"),
             )
 
     def constraints(self, spec: Mapping, at: At) -> tuple[Constraint, ...]:

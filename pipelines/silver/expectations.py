@@ -20,9 +20,9 @@ the expectations that carry its name (`rule_outcomes`):
     not_in_future             ExpectColumnPairValuesAToBeGreaterThanB(latest >= value)
 
 GX has no expectation for the others (multiple_of, min_items, max_items, unique_items,
-min_properties, max_properties, a constraint on each element of an array, and a number
-constraint on a number written as text, pydantic's Decimal): their checks count the rows
-the stage flagged, as for the structural rules below.
+min_properties, max_properties, a constraint on each element of an array or on a member of
+an array's objects, and a number constraint on a number written as text, pydantic's
+Decimal): their checks count the rows the stage flagged, as for the structural rules below.
 
 The other built-in rules (`parseable_json`, `known_event_type`, `field_types_valid`,
 `no_unknown_fields`) are about the message rather than a column; their checks count the
@@ -119,7 +119,7 @@ def expectation_frame(candidates: DataFrame, contract: Contract, event: EventTyp
     if id_field is not None:
         columns[flat_name(id_field.column)] = _value(id_field.column)
     for rule in _rules_of(contract, event):
-        if rule.constraint is None or rule.constraint.each:
+        if rule.constraint is None or rule.constraint.each or rule.member is not None:
             continue  # GX checks no element of an array (see the module docstring)
         spot = spots[rule.path]
         columns[flat_name(spot.column)] = _value(spot.column)
@@ -175,7 +175,11 @@ def contract_suite(
                     kwargs={"column": column, "mostly": mostly},
                 )
             )
-        elif rule.constraint is not None and _constraint(rule, "") is not None:
+        elif (
+            rule.constraint is not None
+            and rule.member is None
+            and _constraint(rule, "") is not None
+        ):
             column = flat_name(_spots(event)[rule.path].column)
             expectation, kwargs = _constraint(rule, column)
             checks.append(

@@ -9,7 +9,9 @@ value inside) and must end with `}`.
 
 Missing and mistyped, precisely: a required field absent or JSON null is missing (absent
 only, when it is `nullable`: JSON null is then its value); a present
-field of the wrong type is mistyped. An object on the way to a field (`data` of
+field of the wrong type is mistyped, and so is JSON null on an optional field declared not
+nullable (`nullable: false`, a JSON Schema type without null: `x (expected a number, got
+null)`). An object on the way to a field (`data` of
 `data.orderId`) that is present but not an object is mistyped itself, and its fields are not
 reported; a struct field's members are judged only when the struct is an object. The columns
 added are listed in `pipelines.silver.layout`.
@@ -48,10 +50,10 @@ from pipelines.silver.layout import (
 from pipelines.silver.variant_types import (
     conforms,
     expected,
+    field_typed,
     from_text,
     json_path,
     present,
-    typed,
 )
 
 
@@ -99,11 +101,14 @@ class _Columns:
     def __init__(self, contract: Contract) -> None:
         self.paths = {path: n for n, path in enumerate(layout.all_paths(contract))}
         self.sources = {path: field_source(path) for path in self.paths}
-        self.types: dict[tuple[str, str], str] = {}
+        self.types: dict[tuple[str, str, bool], str] = {}
         for event in contract.event_types:
             for spot in layout.spots(event.fields):
-                key = (spot.path, str(spot.field.type))
-                self.types.setdefault(key, f"_t{len(self.types)}")
+                self.types.setdefault(self.key(spot), f"_t{len(self.types)}")
+
+    @staticmethod
+    def key(spot: Spot) -> tuple[str, str, bool]:
+        return spot.path, str(spot.field.type), spot.field.number_text
 
     def value(self, path: str) -> Column:
         return F.col(f"_v{self.paths[path]}")
@@ -115,7 +120,7 @@ class _Columns:
         return F.col(f"_s{self.paths[path]}")
 
     def typed(self, spot: Spot) -> Column:
-        return F.col(self.types[(spot.path, str(spot.field.type))])
+        return F.col(self.types[self.key(spot)])
 
     def temporary(self) -> list[str]:
         names = [f"_{kv}{n}" for n in self.paths.values() for kv in "vsk"]
@@ -159,11 +164,16 @@ def _problems(
             missing.append(F.when(reachable & absent, F.lit(spot.path)))
         kind_of = spot.field.type.kind
         if kind_of in (TypeKind.STRUCT, TypeKind.ARRAY, TypeKind.MAP):
-            ok = conforms(cols.value(spot.path), kind, spot.field.type)
+            null_elements = spot.field.items_nullable is not False
+            ok = conforms(cols.value(spot.path), kind, spot.field.type, null_elements=null_elements)
         else:
             ok = cols.typed(spot).isNotNull()
-        text = f"{spot.path} (expected {expected(spot.field.type)})"
+        wanted = "a number or its text" if spot.field.number_text else expected(spot.field.type)
+        text = f"{spot.path} (expected {wanted})"
         mistyped.append(F.when(present(kind) & ~ok, F.lit(text)))
+        if spot.field.nullable is False and not spot.field.required:
+            null = reachable & (kind == "VOID")
+            mistyped.append(F.when(null, F.lit(f"{text[:-1]}, got null)")))
     return _paths(missing), _paths(mistyped)
 
 
@@ -189,7 +199,29 @@ def _unknown_fields(doc: Column, event: EventType) -> Column:
         extra = F.transform_keys(extra, _prefixed(f"{container}." if container else ""))
         as_text = F.transform_values(extra, lambda _, value: F.to_json(value))
         found.append(F.coalesce(as_text, _no_fields()))
+    for spot in layout.spots(event.fields):
+        if spot.field.closed_items and layout.from_payload(spot.path):
+            found.append(_unknown_in_items(doc, spot))
     return F.map_concat(*found)
+
+
+def _unknown_in_items(doc: Column, spot: Spot) -> Column:
+    """map<string,string>: the undeclared fields of the objects of an array field whose
+    items are closed (`Field.closed_items`), as `lines[0].extra` -> its value as JSON text."""
+    declared = sorted({f.path.split(".")[0] for f in spot.field.type.element.fields})
+    items = F.try_variant_get(doc, json_path(spot.path), "array<variant>")
+
+    def extra(element: Column, index: Column) -> Column:
+        entries = F.try_variant_get(element, "$", "map<string,variant>")
+        undeclared = F.map_filter(entries, _undeclared(declared))
+        prefix = F.concat(F.lit(f"{spot.path}["), index.cast("string"), F.lit("]."))
+        named = F.transform_keys(undeclared, lambda key, _: F.concat(prefix, key))
+        as_text = F.transform_values(named, lambda _, value: F.to_json(value))
+        return F.coalesce(as_text, _no_fields())
+
+    per_element = F.transform(items, extra)
+    merged = F.aggregate(per_element, _no_fields(), lambda acc, one: F.map_concat(acc, one))
+    return F.coalesce(merged, _no_fields())
 
 
 def subject_regex(subject: str) -> str:
@@ -205,9 +237,9 @@ def _typed(cols: _Columns, spot: Spot) -> Column:
     """The field's typed value, wherever it is read from."""
     source, path, field_type = cols.sources[spot.path], spot.path, spot.field.type
     if source.kind is SourceKind.PAYLOAD:
-        return typed(cols.value(path), cols.kind(path), field_type)
+        return field_typed(cols.value(path), cols.kind(path), spot.field)
     if source.kind is SourceKind.CLOUDEVENTS:
-        structured = typed(cols.value(path), cols.kind(path), field_type)
+        structured = field_typed(cols.value(path), cols.kind(path), spot.field)
         return F.when(F.col(BINARY), from_text(cols.text(path), field_type)).otherwise(structured)
     return from_text(cols.text(path), field_type)
 
@@ -314,7 +346,7 @@ def parse_events(bronze: DataFrame, contract: Contract) -> DataFrame:
     typed_values = {}
     for event in contract.event_types:
         for spot in layout.spots(event.fields):
-            typed_values[cols.types[(spot.path, str(spot.field.type))]] = _typed(cols, spot)
+            typed_values[cols.types[cols.key(spot)]] = _typed(cols, spot)
     frame = frame.withColumns(typed_values)
     frame = frame.withColumn(EVENT_TYPE, _event_type(contract, cols))
     problems = {e.name: _problems(cols, e.fields, bad_data) for e in contract.event_types}

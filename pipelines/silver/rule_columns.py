@@ -7,8 +7,9 @@ type it does not apply to) is not reported as broken: the missing or mistyped fi
 When the payload is not a JSON object, only `parseable_json` is.
 
 A constraint on each element of an array (`each`) breaks when one element breaks it (null
-elements are not judged); its detail shows the first such element. The size and multiple
-constraints are judged in `pipelines.silver.size_rules`.
+elements are not judged); its detail shows the first such element. So does a constraint on a
+member of an array's objects (`lines_each_qty_in_range`: `lines[1].qty 0 is outside (0,
+100]`). The size and multiple constraints are judged in `pipelines.silver.size_rules`.
 
 `not_in_future` compares with the message's publish time (`published`, when the stream
 stored it) plus the rule's skew, so a row is judged the same however late it is processed.
@@ -104,6 +105,8 @@ def _literal(value: object, kind: TypeKind) -> Column:
 def _constraint(rule: Rule, value: Column, field_type: FieldType) -> tuple[Column, Column]:
     """(broken, detail) of a constraint rule on the typed `value` (each element with `each`)."""
     c = rule.constraint
+    if rule.member is not None:
+        return _member(rule, value, field_type.element)
     if not c.each:
         return _judge(c, rule.path, value, field_type)
     element, part = field_type.element, "an element"
@@ -116,6 +119,32 @@ def _constraint(rule: Rule, value: Column, field_type: FieldType) -> tuple[Colum
     bad = F.filter(value, breaks)
     _, first = _judge(c, f"{part} of {rule.path}:", F.element_at(bad, 1), element)
     return F.size(bad) > 0, first
+
+
+def _member(rule: Rule, elements: Column, element: FieldType) -> tuple[Column, Column]:
+    """(broken, detail) of a constraint on a member of an array's objects: broken when the
+    member of one element breaks it (absent or null members are not judged); the detail
+    shows the first such element's member, with the element's 0-based index."""
+    member_type, parts = element, rule.member.split(".")
+    for part in parts:
+        member_type = next(f for f in member_type.fields if f.column == part).type
+
+    def member(e: Column) -> Column:
+        for part in parts:
+            e = e.getField(part)
+        return e
+
+    def breaks(e: Column) -> Column:
+        broken, _ = _judge(rule.constraint, rule.path, member(e), member_type)
+        return F.coalesce(broken, F.lit(False))
+
+    flags = F.transform(elements, breaks)
+    index = F.array_position(flags, True)
+    array_path, _, member_path = rule.path.partition("[].")
+    first = F.element_at(elements, index.cast("int"))
+    _, detail = _judge(rule.constraint, "", member(first), member_type)
+    where = F.concat(F.lit(f"{array_path}["), (index - 1).cast("string"), F.lit(f"].{member_path}"))
+    return index > 0, F.concat(where, detail)
 
 
 def _range(c: Range, path: str, value: Column, kind: TypeKind) -> tuple[Column, Column]:
@@ -213,7 +242,8 @@ def _value(contract: Contract, event: str, column: str) -> Column:
 
 
 def _field_type(contract: Contract, event: str, rule: Rule) -> FieldType:
-    spot = next(s for s in layout.spots(contract.event_type(event).fields) if s.path == rule.path)
+    path = rule.path if rule.member is None else rule.path.partition("[].")[0]
+    spot = next(s for s in layout.spots(contract.event_type(event).fields) if s.path == path)
     return spot.field.type
 
 

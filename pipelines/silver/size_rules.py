@@ -107,5 +107,6 @@ def size_check(c: Constraint, path: str, value: Column, field_type: FieldType):
         )
         why = F.when(~exact, inexact).otherwise(F.lit(f" is not a multiple of {shown}"))
         detail = F.concat(F.lit(f"{path} "), value.cast("string"), why)
-        return ~exact | (remainder != 0), detail
+        # Absent or null is not judged (`exact` is false there: no number to read).
+        return value.isNotNull() & (~exact | (remainder != 0)), detail
     return None

@@ -13,10 +13,13 @@ into the text "42" for a string field.
 - timestamp(iso8601): a string such as 2026-11-21T10:00:00.000Z (a zone is required; Spark's
   lenient cast would take a bare date). epoch_seconds: a number (fractions to the
   microsecond); epoch_millis: an integer; both within years 1-9999.
+- string: a string; a field with `number_text` (pydantic's Decimal) also takes a number
+  held exactly (an integer, or a decimal of at most 38 digits), as its JSON text.
 - date: a `yyyy-MM-dd` string. boolean: true or false. json: any value, kept as its JSON
   text (`{"a":1}`, `"text"` with its quotes, `12.50`).
 - struct: an object (its fields are read one by one, see `pipelines.silver.parse`); array,
-  map: an array / an object whose elements all conform (JSON null elements stay null).
+  map: an array / an object whose elements all conform (JSON null elements stay null, or
+  do not conform when the field's `items_nullable` is false).
 """
 
 from __future__ import annotations
@@ -24,7 +27,7 @@ from __future__ import annotations
 from pyspark.sql import Column
 from pyspark.sql import functions as F
 
-from pipelines.contract import FieldType, TimestampEncoding, TypeKind
+from pipelines.contract import Field, FieldType, TimestampEncoding, TypeKind
 
 ISO_TIMESTAMP_FORMAT = "yyyy-MM-dd'T'HH:mm:ss[.SSSSSSSSS]XXX"
 DATE_FORMAT = "yyyy-MM-dd"
@@ -66,6 +69,20 @@ def _epoch(variant: Column, kind: Column, encoding: TimestampEncoding) -> Column
     return F.when(_is_number(kind) & fits, F.timestamp_micros(micros))
 
 
+def exact_number(kind: Column) -> Column:
+    """Whether the JSON value is a number held exactly (an integer or a decimal; Spark reads
+    a number with an exponent, or with more than 38 digits, as a double)."""
+    return kind.isin(*INTEGER_KINDS) | kind.startswith("DECIMAL")
+
+
+def field_typed(variant: Column, kind: Column, field: Field) -> Column:
+    """`typed` for a field: with `number_text`, a number held exactly is taken as its text."""
+    value = typed(variant, kind, field.type)
+    if field.number_text:
+        return F.when(exact_number(kind), F.to_json(variant)).otherwise(value)
+    return value
+
+
 def typed(variant: Column, kind: Column, field_type: FieldType) -> Column:
     """The value as `field_type.spark_sql`; null unless the JSON value has the type.
 
@@ -96,7 +113,7 @@ def typed(variant: Column, kind: Column, field_type: FieldType) -> Column:
         members = []
         for f in field_type.fields:
             inner = F.variant_get(variant, json_path(f.path), "variant")
-            members.append(typed(inner, F.schema_of_variant(inner), f.type).alias(f.column))
+            members.append(field_typed(inner, F.schema_of_variant(inner), f).alias(f.column))
         return F.when(kind.startswith("OBJECT"), F.struct(*members))
     element = field_type.element
     if k is TypeKind.ARRAY:
@@ -124,16 +141,27 @@ def from_text(text: Column, field_type: FieldType) -> Column:
     return typed(parsed, F.schema_of_variant(parsed), field_type)
 
 
-def conforms(variant: Column, kind: Column, field_type: FieldType) -> Column:
+def conforms(
+    variant: Column, kind: Column, field_type: FieldType, *, null_elements: bool = True
+) -> Column:
     """Whether a present value has the type all the way down (required struct fields included).
 
     For a top-level struct only the object itself is judged here: its fields are judged one
-    by one, each with its own path.
+    by one, each with its own path. A JSON null element of an array (value of a map)
+    conforms when `null_elements` (`Field.items_nullable` unset or true), and so does JSON
+    null in a struct member inside it where its own `nullable` allows.
     """
-    return _conforms(variant, kind, field_type, top=True)
+    return _conforms(variant, kind, field_type, top=True, null_elements=null_elements)
 
 
-def _conforms(variant: Column, kind: Column, field_type: FieldType, *, top: bool) -> Column:
+def _conforms(
+    variant: Column,
+    kind: Column,
+    field_type: FieldType,
+    *,
+    top: bool,
+    null_elements: bool = True,
+) -> Column:
     k = field_type.kind
     if k is TypeKind.STRUCT:
         ok = kind.startswith("OBJECT")
@@ -142,11 +170,17 @@ def _conforms(variant: Column, kind: Column, field_type: FieldType, *, top: bool
         for f in field_type.fields:
             inner = F.variant_get(variant, json_path(f.path), "variant")
             inner_kind = F.schema_of_variant(inner)
-            member = _conforms(inner, inner_kind, f.type, top=False)
+            member = _conforms(
+                inner, inner_kind, f.type, top=False, null_elements=f.items_nullable is not False
+            )
+            if f.number_text:
+                member = member | exact_number(inner_kind)
+            # Null: a value when nullable, absent when optional and not declared otherwise.
+            null_ok = f.nullable is True or (not f.required and f.nullable is None)
             ok = ok & F.coalesce(
-                F.when(present(inner_kind), member).otherwise(
-                    F.lit(not f.required) | (F.lit(f.nullable) & (inner_kind == "VOID"))
-                ),
+                F.when(present(inner_kind), member)
+                .when(inner_kind == "VOID", F.lit(null_ok))
+                .otherwise(F.lit(not f.required)),
                 F.lit(False),
             )
         return ok
@@ -155,7 +189,9 @@ def _conforms(variant: Column, kind: Column, field_type: FieldType, *, top: bool
 
         def element_ok(e: Column) -> Column:
             e_kind = F.schema_of_variant(e)
-            return ~present(e_kind) | _conforms(e, e_kind, element, top=False)
+            if null_elements:
+                return ~present(e_kind) | _conforms(e, e_kind, element, top=False)
+            return present(e_kind) & _conforms(e, e_kind, element, top=False)
 
         if k is TypeKind.ARRAY:
             items = F.variant_get(variant, "$", "array<variant>")

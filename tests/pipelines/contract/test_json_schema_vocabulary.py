@@ -454,12 +454,13 @@ def test_a_zod_schema_reads_with_no_edit_and_says_which_keywords_are_not_checked
         found = read(ZOD).event_type("Placed")
 
     assert [(f.path, str(f.type), f.nullable) for f in found.fields] == [
-        ("eventId", "string", False),
-        ("at", "timestamp(iso8601)", False),
-        ("eventType", "string", False),
+        # Required and not nullable: null is missing, nullable left unset as in YAML.
+        ("eventId", "string", None),
+        ("at", "timestamp(iso8601)", None),
+        ("eventType", "string", None),
         ("note", "string", True),
-        ("meta", "map<double>", False),
-        ("big", "json", False),
+        ("meta", "map<double>", None),
+        ("big", "json", None),  # no type: null is a value JSON Schema allows
     ]
     assert found.unknown_fields == "reject"
     assert [r.getMessage() for r in caplog.records] == [
@@ -469,17 +470,93 @@ def test_a_zod_schema_reads_with_no_edit_and_says_which_keywords_are_not_checked
     ]
 
 
-def test_a_member_constraint_inside_an_array_is_logged_as_not_checked(caplog):
+def test_a_member_constraint_inside_an_array_is_a_rule_on_every_element():
+    item = {
+        "type": "object",
+        "properties": {
+            "sku": {"type": "string", "pattern": "^[A-Z]{3}$"},
+            "size": {
+                "type": "object",
+                "properties": {"cm": {"type": "number", "exclusiveMinimum": 0}},
+                "x-jsl-type": "struct",
+            },
+        },
+    }
+    contract = read(thing({"lines": {"type": "array", "items": item}}))
+    found = contract.event_type("Thing").field("lines")
+
+    assert found.type.element.fields[0].constraints == (Pattern(regex="^[A-Z]{3}$"),)
+    rules = {r.name: r for r in contract.rules if r.constraint is not None}
+    assert [(r.column, r.path, r.member, r.description) for r in rules.values()] == [
+        ("lines", "lines[].sku", "sku", "each lines[].sku matches ^[A-Z]{3}$."),
+        ("lines", "lines[].size.cm", "size.cm", "each lines[].size.cm is greater than 0."),
+    ]
+    assert list(rules) == ["lines_each_sku_matches_pattern", "lines_each_size_cm_in_range"]
+
+
+def test_a_member_constraint_inside_a_map_or_nested_array_is_logged_as_not_checked(caplog):
     item = {"type": "object", "properties": {"qty": {"type": "integer", "minimum": 1}}}
     with caplog.at_level(logging.WARNING, logger="pipelines.contract.json_schema_fields"):
-        found = field({"type": "array", "items": item})
+        in_map = field({"type": "object", "additionalProperties": item})
+        nested = field({"type": "array", "items": {"type": "array", "items": item}})
 
-    assert found.type.element.fields[0].constraints == ()
+    assert in_map.type.element.fields[0].constraints == ()
+    assert nested.type.element.element.fields[0].constraints == ()
     assert [r.getMessage() for r in caplog.records] == [
-        "schemas[thing]: #/properties/x/items/properties/qty: range on qty is not checked: no "
-        "rule judges a member of the objects inside an array or map (constrain a top-level or "
-        "struct field instead)"
+        f"schemas[thing]: #/properties/x/{where}/properties/qty: range on qty is not "
+        "checked: no rule judges a member of the objects inside a map or a nested array, nor "
+        "each element of a collection inside them (constrain a top-level or struct field, or "
+        "a member of an array's objects, instead)"
+        for where in ("additionalProperties", "items")
     ]
+
+
+def test_json_null_is_refused_where_the_type_leaves_it_out():
+    contract = read(
+        thing(
+            {
+                "plain": {"type": "number"},
+                "maybe": {"anyOf": [{"type": "number"}, {"type": "null"}]},
+                "needed": {"type": "number"},
+                "anything": {},
+                "tags": {"type": "array", "items": {"type": "string"}},
+                "notes": {"type": "array", "items": {"type": ["string", "null"]}},
+                "lines": {
+                    "type": "array",
+                    "items": {
+                        "type": "object",
+                        "properties": {"sku": {"type": "string"}},
+                        "additionalProperties": False,
+                    },
+                },
+            },
+            ["needed"],
+        )
+    )
+    fields = {f.path: f for f in contract.event_type("Thing").fields}
+
+    assert [
+        (p, fields[p].nullable, fields[p].items_nullable, fields[p].closed_items)
+        for p in ("plain", "maybe", "needed", "anything", "tags", "notes", "lines")
+    ] == [
+        ("plain", False, None, False),
+        ("maybe", True, None, False),
+        ("needed", None, None, False),  # required: null is missing either way
+        ("anything", None, None, False),
+        ("tags", False, False, False),
+        ("notes", False, True, False),
+        ("lines", False, False, True),
+    ]
+
+
+def test_a_yaml_field_leaves_null_handling_unset_and_its_repr_unchanged():
+    f = ContractField("a", FieldType(TypeKind.DOUBLE))
+
+    assert (f.nullable, f.items_nullable, f.closed_items) == (None, None, False)
+    assert repr(f) == (
+        "Field(path='a', type=FieldType('double'), column='a', required=False, "
+        "description=None, constraints=())"
+    )
 
 
 class Node(BaseModel):

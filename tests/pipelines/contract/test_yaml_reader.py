@@ -91,6 +91,29 @@ def test_structs_arrays_of_structs_and_maps_of_structs_hold_nested_fields():
     assert struct.type.fields[1].required
 
 
+def test_a_constraint_on_a_member_of_an_array_of_structs_is_a_rule_on_every_element():
+    nested = {"qty": {"type": "integer", "minimum": 1}}
+    contract = contract_from_dict(
+        one_event({"data.lines": {"type": "array<struct>", "fields": nested}})
+    )
+    (rule,) = [r for r in contract.rules if r.constraint is not None]
+
+    assert (rule.name, rule.column, rule.path, rule.member) == (
+        "lines_each_qty_in_range",
+        "lines",
+        "data.lines[].qty",
+        "qty",
+    )
+    assert rule.description == "each data.lines[].qty is at least 1."
+    assert "inside a map" in error(one_event({"data.m": {"type": "map<struct>", "fields": nested}}))
+
+
+def test_nullable_is_unset_unless_declared_and_false_when_declared_so():
+    assert field("double").nullable is None  # an optional field may be null, as before
+    assert field({"type": "double", "nullable": False}).nullable is False
+    assert field({"type": "double", "nullable": True}).nullable is True
+
+
 def test_defaults_string_optional_snake_case_column_silver_table_and_ignore():
     contract = contract_from_dict(one_event({"data.fileSize": None}))
     event = contract.event_type("E")

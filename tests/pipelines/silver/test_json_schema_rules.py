@@ -67,12 +67,17 @@ SCHEMA = {
             "items": {
                 "type": "object",
                 "required": ["sku"],
-                "properties": {"sku": {"type": "string"}, "qty": {"type": "integer", "minimum": 1}},
+                "properties": {
+                    "sku": {"type": "string", "pattern": "^[a-z]$"},
+                    "qty": {"type": "integer", "minimum": 1},
+                },
+                "additionalProperties": False,
             },
         },
         "day": {"type": "string", "format": "date"},
         **{key: {"type": "string", "format": fmt} for key, (fmt, _, _) in FORMATS.items()},
     },
+    "additionalProperties": False,
 }
 CONTRACT = contract_from_json_schemas(
     {"thing": SCHEMA}, envelope=Envelope(event_type="kind", event_id="id")
@@ -129,8 +134,22 @@ CASES = {
     20: (valid(20, name=None), ["required_fields_present"]),
     21: (valid(21, day="2023-02-29"), ["field_types_valid"]),
     22: (valid(22, any=MISSING, price=1e-30), ["price_multiple_of"]),
-    # A member's constraint inside an array is logged as not checked at load (no rule).
-    23: (valid(23, lines=[{"sku": "a", "qty": 0}, None]), []),
+    # A member's constraint inside an array is a rule on every element.
+    23: (
+        valid(23, lines=[{"sku": "a", "qty": 1}, {"sku": "b", "qty": 0}]),
+        ["lines_each_qty_in_range"],
+    ),
+    52: (valid(52, lines=[{"sku": "ab"}]), ["lines_each_sku_matches_pattern"]),
+    # JSON null where the schema's type leaves it out: of a field, an element, a member.
+    53: (valid(53, price=None), ["field_types_valid"]),
+    54: (valid(54, lines=[{"sku": "a"}, None]), ["field_types_valid"]),
+    55: (valid(55, tags=["a", None]), ["field_types_valid"]),
+    56: (valid(56, lines=[{"sku": "a", "qty": None}]), ["field_types_valid"]),
+    57: (valid(57, attrs={"a": None}), ["field_types_valid"]),
+    58: (valid(58, any=None), []),  # no type: null is a value
+    60: (valid(60, price=MISSING), []),  # an absent double is no multiple_of to judge
+    # additionalProperties: false under items: an undeclared member is an unknown field.
+    59: (valid(59, lines=[{"sku": "a"}, {"sku": "b", "x": 1}]), ["no_unknown_fields"]),
     24: (valid(24, lines=[{"qty": 1}]), ["field_types_valid"]),
     25: (valid(25, amount=" 1E+2 "), []),
     51: (valid(51, attrs={"a": 1, "b": -1}), ["attrs_each_in_range"]),
@@ -138,7 +157,10 @@ CASES = {
     27: (valid(27, amount="12.51"), ["amount_multiple_of"]),
     28: (valid(28, amount="twelve"), ["amount_matches_pattern"]),
     29: (valid(29, amount="0.1234567890123456789"), ["amount_in_range", "amount_multiple_of"]),
-    50: (valid(50, amount=12.5), ["field_types_valid"]),  # pydantic sends a Decimal as text
+    # pydantic sends a Decimal as text, and takes a number too: kept as its exact text.
+    50: (valid(50, amount=12.5), []),
+    61: (valid(61, amount=12.51), ["amount_multiple_of"]),
+    62: (valid(62, amount=1e20), ["field_types_valid"]),  # an exponent: Spark reads a double
     **{
         30 + n: (valid(30 + n, **{key: bad}), [f"{key}_is_{fmt.replace('-', '_')}"])
         for n, (key, (fmt, _, bad)) in enumerate(FORMATS.items())
@@ -194,6 +216,15 @@ def test_every_rule_has_a_sentence_and_its_quarantine_row_says_what_is_wrong(qua
     assert "a value of attrs: -1 is outside [0, inf]" in quarantined[51][1]
     assert sentences["attrs_each_in_range"] == "each value of attrs is at least 0."
     assert "amount '0.1234567890123456789' has too many digits" in quarantined[29][1]
+    assert "lines[1].qty 0 is outside [1, inf]" in quarantined[23][1]
+    assert "amount '12.51' is not a multiple of 0.05" in quarantined[61][1]
+    assert "wrong type: amount (expected a number or its text)" in quarantined[62][1]
+    assert "lines[0].sku 'ab' does not match ^[a-z]$" in quarantined[52][1]
+    assert sentences["lines_each_qty_in_range"] == "each lines[].qty is at least 1."
+    assert "wrong type: price (expected a number, got null)" in quarantined[53][1]
+    assert "wrong type: lines (expected an array of struct)" in quarantined[54][1]
+    assert "wrong type: tags (expected an array of string)" in quarantined[55][1]
+    assert "no_unknown_fields: undeclared: lines[1].x" in quarantined[59][1]
 
 
 def test_valid_values_land_exactly_as_sent(landed):
@@ -205,6 +236,7 @@ def test_valid_values_land_exactly_as_sent(landed):
     assert row["day"] == dt.date(2024, 2, 29)
     assert landed[7]["price"] == 0.3  # 0.3 is 30 times 0.01 as written, though not in binary
     assert landed[7]["dec"] == Decimal("2.0000")
+    assert landed[50]["amount"] == "12.5"  # the number's text, never through a double
 
 
 def test_the_great_expectations_suite_checks_what_gx_can_and_leaves_the_rest_to_the_rows():
@@ -217,6 +249,8 @@ def test_the_great_expectations_suite_checks_what_gx_can_and_leaves_the_rest_to_
     }  # fmt: skip
     assert checks["name_min_length"].expectation == "ExpectColumnValueLengthsToBeBetween"
     assert checks["ip6_is_ipv6"].expectation == "ExpectColumnValuesToMatchRegex"
-    assert not {"qty_multiple_of", "tags_unique_items", "tags_each_min_length"} & set(checks)
+    assert not {
+        "qty_multiple_of", "tags_unique_items", "tags_each_min_length", "lines_each_qty_in_range"
+    } & set(checks)  # fmt: skip
     not_null = {c.kwargs["column"] for c in suite.checks if c.rule == "required_fields_present"}
     assert not_null == {"id", "kind", "name", "qty"}  # note may be null

@@ -95,22 +95,6 @@ _SILVER_INTEGRAL_FLOAT = (
     "silver reads an integer column only from a JSON integer (5.0 is mistyped: a value that "
     "is not an integer in the text is never truncated); JSON Schema counts 5.0 as an integer"
 )
-_SILVER_NULL_IS_ABSENT = (
-    "silver treats JSON null as absent: an optional field that is not nullable, given null, "
-    "lands as null; JSON Schema refuses null where the type does not include it"
-)
-_SILVER_NULL_ELEMENT = (
-    "silver keeps a JSON null element of an array as null (an array column's elements are "
-    "nullable); JSON Schema refuses it where `items` does not include null"
-)
-_SILVER_ITEM_FIELDS = (
-    "silver checks undeclared fields (additionalProperties: false) of the event's objects, "
-    "not of objects inside an array"
-)
-_SILVER_ITEM_MEMBERS = (
-    "silver judges no member of the objects inside an array (the reader says so once, naming "
-    "the property): a constraint on `lines[].sku` or `lines[].qty` is not a rule"
-)
 _SILVER_DUPLICATE_KEY = (
     "Spark's parse_json refuses an object with a key written twice (parseable_json); "
     "Python's, JavaScript's and pydantic's parsers keep the last value"
@@ -121,36 +105,12 @@ for _schema in ("pydantic", "zod"):
         {
             (_silver, "quantity.type.integral_float"): _SILVER_INTEGRAL_FLOAT,
             (_silver, "discount_pct.type.integral_float"): _SILVER_INTEGRAL_FLOAT,
-            (_silver, "discount_pct.null.not_nullable"): _SILVER_NULL_IS_ABSENT,
-            (_silver, "gift.null.not_nullable"): _SILVER_NULL_IS_ABSENT,
-            (_silver, "tags.null.not_nullable"): _SILVER_NULL_IS_ABSENT,
-            (_silver, "lines[].null.item"): _SILVER_NULL_ELEMENT,
-            (_silver, "tags[].null.item"): _SILVER_NULL_ELEMENT,
-            (_silver, "lines[].additionalProperties.extra"): _SILVER_ITEM_FIELDS,
-            **{
-                (_silver, f"lines[].{label}"): _SILVER_ITEM_MEMBERS
-                for label in (
-                    "sku.pattern.short",
-                    "sku.pattern.long",
-                    "sku.pattern.case",
-                    "qty.exclusiveMinimum.at",
-                    "qty.exclusiveMinimum.below",
-                    "qty.maximum.above",
-                )
-            },
             (_silver, "(root).json.duplicate_key"): _SILVER_DUPLICATE_KEY,
         }
     )
 # Silver on one tool's schema only.
-_SILVER_DECIMAL_NUMBER = (
-    "silver reads pydantic's Decimal (anyOf [number, string]) as a string column, the exact "
-    "text pydantic sends; a JSON number there breaks field_types_valid (docs/contract.md: "
-    "add x-jsl-type: decimal(p,s) to read numbers instead)"
-)
 KNOWN.update(
     {
-        ("silver[pydantic]", "total.type.number"): _SILVER_DECIMAL_NUMBER,
-        ("silver[pydantic]", "total.type.integer"): _SILVER_DECIMAL_NUMBER,
         ("silver[pydantic]", "total.decimal_places.three"): _DECIMAL_PLACES,
         ("silver[zod]", "order_id.format.not_rfc9562_version"): _ZOD_PATTERN + _RFC9562,
     }
