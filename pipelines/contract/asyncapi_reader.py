@@ -51,7 +51,6 @@ from pipelines.contract.asyncapi_channels import (
 )
 from pipelines.contract.asyncapi_columns import channel_column, header_fields, parameter_fields
 from pipelines.contract.errors import located
-from pipelines.contract.fields import SourceKind, field_source
 from pipelines.contract.json_schema_document import At
 from pipelines.contract.json_schema_reader import NO_ENVELOPE, SchemaReader
 from pipelines.contract.model import Contract, DerivedColumn, Envelope, EventType
@@ -194,7 +193,7 @@ def _event_types(
     reader.not_here(resolved, resolved_at, "x-jsl-severities", "at the document's root")
     name = message.get("name") or message.get("messageId") or str(at[-1])
     inner = envelope
-    if envelope.event_type and field_source(envelope.event_type).kind is not SourceKind.PAYLOAD:
+    if envelope.type_outside_payload:
         # The discriminator is a header (or CloudEvents' type): its const in the message's
         # headers schema names the event type, else the message's name does.
         name = _header_const(reader, message, at, envelope.event_type) or name

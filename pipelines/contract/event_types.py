@@ -218,6 +218,14 @@ class Envelope:
         # The fingerprint (`pipelines.contract.fingerprint`): unchanged without a preset.
         return stable_repr(self, ("preset",))
 
+    @property
+    def type_outside_payload(self) -> bool:
+        """Whether the event type is read from outside the payload (a header, CloudEvents'
+        type): then a payload schema cannot name its event type, its document must."""
+        if not self.event_type:
+            return False
+        return field_source(self.event_type).kind is not SourceKind.PAYLOAD
+
     @classmethod
     def cloudevents(cls) -> Envelope:
         """The CloudEvents envelope: the event type, id and time are its type, id and time."""

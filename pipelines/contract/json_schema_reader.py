@@ -75,7 +75,6 @@ from typing import Any
 
 from pipelines.contract.constraints import Severity
 from pipelines.contract.errors import located
-from pipelines.contract.fields import SourceKind, field_source
 from pipelines.contract.json_schema_document import ANNOTATIONS, At
 from pipelines.contract.json_schema_fields import MAX_DEPTH, SchemaFields
 from pipelines.contract.model import (
@@ -371,7 +370,7 @@ def _contract(
                     ("x-jsl-severities", rule),
                 )
         inner = envelope
-        if envelope.event_type and field_source(envelope.event_type).kind is not SourceKind.PAYLOAD:
+        if envelope.type_outside_payload:
             # The discriminator is a header (or CloudEvents' type), not in the schema: the
             # file's name (or a union's titles) names each event type, as it is sent.
             inner = NO_ENVELOPE
