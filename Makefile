@@ -12,7 +12,8 @@ STAMP  := $(VENV)/.installed
 EVENTS ?= 1000
 PYTEST_ARGS ?=
 # The suite runs on two pytest-xdist workers, a test file to a worker (its module fixtures are
-# set up once; the slowest files first: tests/conftest.py); TEST_WORKERS=0 runs it in one process.
+# set up once), the slowest files first (tests/conftest.py; xdist would otherwise hand out the
+# files with the most tests first); TEST_WORKERS=0 runs it in one process.
 TEST_WORKERS ?= 2
 
 .PHONY: setup browser interop demo test dev lint bench clean lock
@@ -46,7 +47,7 @@ tests/interop/node_modules/.package-lock.json: tests/interop/package-lock.json
 	 echo "npm is missing: the nats.js interop tests will skip"
 
 test: setup browser interop
-	$(PY) -m pytest -n $(TEST_WORKERS) --dist loadfile $(PYTEST_ARGS)
+	$(PY) -m pytest -n $(TEST_WORKERS) --dist loadfile --no-loadscope-reorder $(PYTEST_ARGS)
 
 dev: setup
 	$(PY) -m pipelines.cli dev
