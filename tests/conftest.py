@@ -19,41 +19,67 @@ import pytest
 from resources.jetstream import EmbeddedNatsServer, JetStreamClient, JetStreamResource
 
 # The tests' Spark JVMs (this process's, and those of the runs, children and servers they
-# start, which inherit the environment) compile with C1 only and collect with one thread: the
-# queries here are many and small, so C2's compilations and parallel GC threads only take the
-# two cores from the other worker. A JSL_SPARK_CONF already set wins.
+# start, which inherit the environment) are tuned for many queries over a few rows each:
+# - C1 only and one GC thread: C2's compilations and parallel GC threads would only take the
+#   two cores from the other worker;
+# - expressions evaluated interpreted (Spark's `factoryMode` NO_CODEGEN, under which Spark
+#   runs its own expression tests too), not generated and compiled as Java classes per query:
+#   over a few rows the compilation is most of a query's CPU;
+# - no adaptive query execution: it re-plans each query between its stages.
+# The results are the same; only the plans and how expressions are evaluated differ. Five
+# Spark-heavy files on two workers: 290 s with the JVM options alone, 238 s interpreted, 224 s
+# also without AQE (2026-11-26, issue #36). `make demo`, `jsl` and the benchmarks keep Spark's
+# defaults. A JSL_SPARK_CONF already set wins.
 TEST_JVM_OPTIONS = "-XX:TieredStopAtLevel=1 -XX:+UseSerialGC"
-os.environ.setdefault(
-    "JSL_SPARK_CONF", json.dumps({"spark.driver.extraJavaOptions": TEST_JVM_OPTIONS})
-)
+TEST_SPARK_CONF = {
+    "spark.driver.extraJavaOptions": TEST_JVM_OPTIONS,
+    "spark.sql.codegen.wholeStage": "false",
+    "spark.sql.codegen.factoryMode": "NO_CODEGEN",
+    "spark.sql.adaptive.enabled": "false",
+}
+os.environ.setdefault("JSL_SPARK_CONF", json.dumps(TEST_SPARK_CONF))
 
-# `make test` runs the suite on two xdist workers (`--dist loadfile`): a test file's tests run
-# on one worker, so its module fixtures start once. (`--dist loadgroup` would let files share a
-# worker, but pytest-xdist 3.8 cannot group under pytest 9: the test ids it renames are not
-# the ones pytest 9 reads.) The files sharing the UI's session webserver may start it on
-# both workers.
-# The slowest files, slowest first (`--durations`, summed per file, in the last measured run):
-# handed out first, so that no worker starts one while the other is almost done.
+# `make test` runs the suite on two xdist workers (`--dist loadfile --no-loadscope-reorder`): a
+# test file's tests run on one worker, so its module fixtures start once, and the files go out
+# in the order below (xdist's default reorder hands out the files with the most tests first,
+# which left the slowest files, a test or two each, to the end). (`--dist loadgroup` would
+# let files share a worker, but pytest-xdist 3.8 cannot group under pytest 9: the test ids it
+# renames are not the ones pytest 9 reads.) The files sharing the UI's session webserver may
+# start it on both workers.
+# The slowest files, slowest first (`--durations=0` summed per file, 2026-11-26, before the
+# interpreted expressions): handed out first, so that no worker starts one while the other is
+# almost done.
 SLOW_FIRST = (
-    "tests/pipelines/cli/test_demo.py",
-    "tests/ui/test_cli.py",
-    "tests/pipelines/silver/test_rejudge.py",
-    "tests/pipelines/silver/test_rejudge_killed.py",
-    "tests/assets/test_nothing_new_skips_spark.py",
-    "tests/cluster/test_spark_connect.py",
-    "tests/pipelines/silver/test_evolution.py",
-    "tests/assets/test_contract_silver.py",
-    "tests/pipelines/components/test_orders_end_to_end.py",
-    "tests/pipelines/components/test_asyncapi_end_to_end.py",
-    "tests/pipelines/components/test_json_schema_end_to_end.py",
-    "tests/ui/test_webserver.py",
-    "tests/test_file_trash_end_to_end.py",
-    "tests/pipelines/silver/test_stage.py",
-    "tests/pipelines/wiring/test_maintenance.py",
-    "tests/assets/test_stage_with_nothing_new.py",
-    "tests/cluster/test_spark_standalone.py",
-    "tests/pipelines/ingest/test_crash_recovery.py",
-    "tests/test_install.py",
+    "tests/pipelines/silver/test_rejudge.py",  # 796 s
+    "tests/pipelines/cli/test_demo.py",  # 453 s
+    "tests/pipelines/silver/test_rejudge_killed.py",  # 340 s
+    "tests/ui/test_cli.py",  # 315 s
+    "tests/cluster/test_spark_connect.py",  # 315 s
+    "tests/assets/test_contract_silver.py",  # 301 s
+    "tests/pipelines/silver/test_evolution.py",  # 268 s
+    "tests/pipelines/silver/test_stage.py",  # 234 s
+    "tests/assets/test_nothing_new_skips_spark.py",  # 219 s
+    "tests/test_file_trash_end_to_end.py",  # 193 s
+    "tests/pipelines/ingest/test_cluster.py",  # 167 s
+    "tests/test_install.py",  # 167 s
+    "tests/assets/test_stage_with_nothing_new.py",  # 165 s
+    "tests/pipelines/components/test_orders_end_to_end.py",  # 160 s
+    "tests/pipelines/lakehouse/test_refresh.py",  # 153 s
+    "tests/pipelines/wiring/test_maintenance.py",  # 148 s
+    "tests/pipelines/silver/test_gold_after_change.py",  # 147 s
+    "tests/pipelines/components/test_json_schema_end_to_end.py",  # 134 s
+    "tests/pipelines/cli/commands/test_rejudge_command.py",  # 122 s
+    "tests/pipelines/silver/test_expectations.py",  # 118 s
+    "tests/pipelines/silver/test_nothing_to_process.py",  # 111 s
+    "tests/pipelines/components/test_asyncapi_end_to_end.py",  # 99 s
+    "tests/pipelines/file_trash/test_silver_stage.py",  # 93 s
+    "tests/pipelines/file_trash/test_gold_stage.py",  # 90 s
+    "tests/ui/test_webserver.py",  # 89 s
+    "tests/cluster/test_spark_standalone.py",  # 88 s
+    "tests/pipelines/file_trash/test_silver.py",  # 87 s
+    "tests/pipelines/silver/test_drift.py",  # 86 s
+    "tests/pipelines/ingest/test_crash_recovery.py",  # 74 s
+    "tests/pipelines/wiring/test_rejudge_job.py",  # 62 s
 )
 
 
