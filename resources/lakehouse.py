@@ -81,7 +81,7 @@ class LakehouseResource(ConfigurableResource):
 
     def setup_for_execution(self, context: InitResourceContext) -> None:
         """Logs where the run's tables, data directory and Dagster home are (once per run)."""
-        run_id = context.run_id
+        run_id = context.run.run_id if context.run is not None else None
         if run_id is not None and run_id in _announced:
             return
         if run_id is not None:
