@@ -20,8 +20,9 @@ from resources.jetstream import EmbeddedNatsServer, JetStreamClient, JetStreamRe
 
 # The tests' Spark JVMs (this process's, and those of the runs, children and servers they
 # start, which inherit the environment) are tuned for many queries over a few rows each:
-# - C1 only and one GC thread: C2's compilations and parallel GC threads would only take the
-#   two cores from the other worker;
+# - C1 only and one GC thread: C2's compilations and parallel GC threads would take the two
+#   cores from the other worker (with expressions interpreted, C2 was no faster: 242 s against
+#   238 s below);
 # - expressions evaluated interpreted (Spark's `factoryMode` NO_CODEGEN, under which Spark
 #   runs its own expression tests too), not generated and compiled as Java classes per query:
 #   over a few rows the compilation is most of a query's CPU;
