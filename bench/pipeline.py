@@ -57,6 +57,7 @@ from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
 from sampling import PhaseMonitor, python_speed_ms
 
+from pipelines.contract.fingerprint import contract_version, event_type_version
 from pipelines.file_trash import gold_stage
 from pipelines.file_trash.events import FILE_DELETED_EVENT, FILE_TRASHED_EVENT
 from pipelines.file_trash.generator import generate_event_mix
@@ -246,11 +247,25 @@ def build_history(spark: SparkSession, root: Path, count: int) -> None:
         F.lit("history").alias("run_id"),
         F.col("published").alias("quarantined_at"),
     )
-    for frame, name, schema in (
-        (deleted, "file_deleted", silver_schema(CONTRACT.event_type(FILE_DELETED_EVENT))),
-        (trashed, "file_trashed", silver_schema(CONTRACT.event_type(FILE_TRASHED_EVENT))),
-        (bad, "quarantine", QUARANTINE_SCHEMA),
+    deleted_type = CONTRACT.event_type(FILE_DELETED_EVENT)
+    trashed_type = CONTRACT.event_type(FILE_TRASHED_EVENT)
+    for frame, name, schema, version in (
+        (
+            deleted,
+            "file_deleted",
+            silver_schema(deleted_type),
+            event_type_version(CONTRACT, deleted_type),
+        ),
+        (
+            trashed,
+            "file_trashed",
+            silver_schema(trashed_type),
+            event_type_version(CONTRACT, trashed_type),
+        ),
+        (bad, "quarantine", QUARANTINE_SCHEMA, contract_version(CONTRACT)),
     ):
+        # The contract that judged each row, as the stage records it (`contract_version`).
+        frame = frame.withColumn("contract_version", F.lit(version))
         rows = frame.select(*schema.fieldNames()).to(schema)
         writer = rows.write.format("delta").options(**CHANGE_DATA_FEED)  # as the stage's
         writer.save(str(root / "silver" / name))

@@ -9,7 +9,8 @@ Each run prints its wall time and the seconds spent in each step of `pipelines.s
 (calls after the slash):
 
 - `table_version`: bronze's latest version;
-- `ensure_table`: each silver and quarantine table's version (created if missing);
+- `prepare_tables`: each silver and quarantine table made to fit the contract (created if
+  missing, evolved if the contract changed), with its version;
 - `_count`: each check's failing rows and each table's incoming rows, the first action on
   the batch, so it also pays for reading the batch's bronze rows, parsing, the prior-key
   join and routing (cached frames);
@@ -53,7 +54,7 @@ from resources.quality import DataQualityResource
 from resources.spark import SparkResource, SparkSettings
 from resources.spark_connect import ConnectServer
 
-STEPS = ("table_version", "ensure_table", "_count", "_validate", "merge_new_rows")
+STEPS = ("table_version", "prepare_tables", "_count", "_validate", "merge_new_rows")
 
 
 def main(argv: list[str] | None = None) -> None:
