@@ -5,9 +5,16 @@
 *ephemeral* GX context (in-memory stores, no Data Docs site, progress bars off), so nothing is
 written to disk or printed, and restores the process's previous current GX context afterwards.
 GX 1.24 sends no usage statistics; the context config says `analytics_enabled: false` all the
-same. GX runs a Spark job or two per expectation, so the frame is cached for the validation and
-unpersisted afterwards, and samples of unexpected values are fetched only for the checks that
-found some (see `_validate_in_two_passes`).
+same.
+
+Two engines, one verdict. GX's Spark engine runs a Spark job or two per checked column, which
+on a small frame is most of the time. So a frame of at most `pandas_max_rows` rows is
+collected once (as Arrow, only the checked columns) and GX runs on a pandas copy of it every
+check whose verdict is provably Spark's (`resources.quality.in_memory` says which, and why);
+the other checks, and any check GX could not evaluate in memory, run on Spark as before: the
+frame cached for them and unpersisted afterwards, and samples of unexpected values fetched only
+for the checks that found some (see `_validate_in_two_passes`). The report's `meta["engines"]`
+names the checks each engine judged.
 
 GX is imported on first use, inside `_run_gx`, not at import (it takes seconds).
 """
@@ -16,8 +23,11 @@ from __future__ import annotations
 
 import datetime as dt
 import json
+from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
+from resources.quality import in_memory
+from resources.quality.in_memory import PANDAS_MAX_ROWS
 from resources.quality.model import (
     CheckOutcome,
     DataQualityError,
@@ -27,9 +37,13 @@ from resources.quality.model import (
 )
 
 if TYPE_CHECKING:
+    import pandas as pd
+    import pyarrow as pa
     from pyspark.sql import DataFrame
+    from pyspark.sql.types import StructType
 
 RESULT_FORMATS = ("BASIC", "SUMMARY", "COMPLETE")
+_PANDAS_ONLY = ("partial_unexpected_index_list", "unexpected_index_list", "unexpected_index_query")
 _COLUMN_KWARGS = ("column", "column_A", "column_B")
 
 
@@ -42,6 +56,7 @@ def validate_dataframe(
     result_format: str = "SUMMARY",
     cache: bool = True,
     meta: dict[str, Any] | None = None,
+    pandas_max_rows: int = PANDAS_MAX_ROWS,
 ) -> ValidationReport:
     """Validates `df` against `suite` in an ephemeral GX context.
 
@@ -54,6 +69,8 @@ def validate_dataframe(
             check; COMPLETE fetches all of them (up to GX's 200,000) to the driver.
         cache: persist `df` for the validation (unpersisted afterwards) unless already cached.
         meta: extra JSON-serialisable values for the report and GX's result (e.g. a run id).
+        pandas_max_rows: a frame of at most this many rows is checked in memory, on pandas,
+            where the verdict is provably the same (see the module docstring); 0: always Spark.
 
     Returns:
         The report, with one outcome per check in the suite's order.
@@ -80,15 +97,35 @@ def validate_dataframe(
                     "transform that builds the frame"
                 )
     meta = {**(meta or {}), "suite": suite.name, "evaluated_at": evaluated_at.isoformat()}
-    persisted = cache and not df.is_cached
-    if persisted:
-        df.persist()
-    try:
-        row_count = df.count()
-        result = _validate_in_two_passes(df, suite, result_format, sample_size)
-    finally:
+    table, pandas_checks, spark_checks = _collect_small(df, suite, pandas_max_rows)
+    parts, found = [], set()
+    if pandas_checks:
+        result, again, found = _validate_in_memory(
+            table, df.schema, suite.name, pandas_checks, result_format, sample_size
+        )
+        parts.append(result)
+        spark_checks = [c for c in suite.checks if c in spark_checks or c.name in again]
+    row_count = None if table is None else table.num_rows
+    if spark_checks:
+        persisted = cache and not df.is_cached
         if persisted:
-            df.unpersist()
+            df.persist()
+        try:
+            if row_count is None:
+                row_count = df.count()
+            parts.append(
+                _validate_in_two_passes(
+                    df, suite.name, spark_checks, result_format, sample_size, found=found
+                )
+            )
+        finally:
+            if persisted:
+                df.unpersist()
+    result = _merged(parts, suite.checks)
+    meta["engines"] = {
+        "pandas": [c.name for c in suite.checks if c not in spark_checks and table is not None],
+        "spark": [c.name for c in spark_checks],
+    }
     result["meta"] = {**result.get("meta", {}), **meta}
     outcomes = _outcomes(suite, result["results"], sample_size=sample_size)
     return ValidationReport(
@@ -97,33 +134,119 @@ def validate_dataframe(
         outcomes=outcomes,
         evaluated_at=evaluated_at,
         result_json=json.dumps(result, default=str).encode(),
-        row_count=row_count,
+        row_count=row_count or 0,
         meta=meta,
     )
 
 
 def _validate_in_two_passes(
-    df: DataFrame, suite: QualitySuite, result_format: str, sample_size: int
+    df: DataFrame,
+    suite_name: str,
+    checks: list[QualityCheck],
+    result_format: str,
+    sample_size: int,
+    *,
+    found: set[str] | frozenset[str] = frozenset(),
 ) -> dict:
     """GX's result as a JSON dict; samples are fetched only for checks that found some.
 
     GX collects the sample of unexpected values with one Spark job per expectation, and on
     a clean frame each of those scans it all for nothing: they were two thirds of the time.
     The first pass asks for no samples (a LIMIT 0 query, which runs no job); the second
-    re-runs only the checks with unexpected values, with samples. COMPLETE is one pass.
+    re-runs only the checks with unexpected values, with samples. The checks in `found` are
+    known to have some (in memory) and go straight to the second. COMPLETE is one pass.
     """
     if result_format == "COMPLETE":
-        return _run_gx(df, suite.name, suite.checks, result_format, sample_size)
-    result = _run_gx(df, suite.name, suite.checks, result_format, 0)
+        return _run_gx(df, suite_name, checks, result_format, sample_size)
+    parts, found = [], set(found)
+    unknown = [c for c in checks if c.name not in found]
+    if unknown:
+        first = _run_gx(df, suite_name, unknown, result_format, 0)
+        found |= {
+            _check_of(r)
+            for r in first["results"]
+            if (r.get("result") or {}).get("unexpected_count")
+        }
+        first["results"] = [r for r in first["results"] if _check_of(r) not in found]
+        parts.append(first)
+    again = [c for c in checks if c.name in found]
+    if again:
+        parts.append(_run_gx(df, suite_name, again, result_format, sample_size))
+    return _merged(parts, checks)
+
+
+def _validate_in_memory(
+    table: pa.Table,
+    schema: StructType,
+    suite_name: str,
+    checks: list[QualityCheck],
+    result_format: str,
+    sample_size: int,
+) -> tuple[dict, set[str], set[str]]:
+    """GX's result on a pandas copy of `table`, without the checks to run again on Spark;
+    the names of those, and of those among them known to have found rows.
+
+    Back to Spark go a check GX could not evaluate in memory, and one that found rows whose
+    samples Spark writes otherwise (`in_memory.samples_from_spark`).
+    """
+    result = _run_gx(in_memory.to_pandas(table), suite_name, checks, result_format, sample_size)
+    raised = {_check_of(r) for r in result["results"] if _raised(r.get("exception_info"))}
     found = {
-        _check_of(r) for r in result["results"] if (r.get("result") or {}).get("unexpected_count")
+        c.name
+        for c in checks
+        if c.name not in raised
+        and in_memory.samples_from_spark(c, schema)
+        and not _passed_clean(result, c.name)
     }
-    if found:
-        again = [check for check in suite.checks if check.name in found]
-        detailed = _run_gx(df, suite.name, again, result_format, sample_size)["results"]
-        by_check = {_check_of(r): r for r in detailed}
-        result["results"] = [by_check.get(_check_of(r), r) for r in result["results"]]
-    return result
+    result["results"] = [r for r in result["results"] if _check_of(r) not in raised | found]
+    if table.num_rows == 0:
+        for r in result["results"]:
+            in_memory.empty_as_on_spark(r)
+    return result, raised | found, found
+
+
+def _collect_small(
+    df: DataFrame, suite: QualitySuite, max_rows: int
+) -> tuple[pa.Table | None, list[QualityCheck], list[QualityCheck]]:
+    """The checked columns of `df` as Arrow if it has at most `max_rows` rows and a check
+    can run in memory, with the checks for pandas and those for Spark."""
+    ready, rest = in_memory.split(suite.checks, df.schema) if max_rows > 0 else ([], [])
+    if not ready:
+        return None, [], list(suite.checks)
+    columns = ["`" + name.replace("`", "``") + "`" for name in in_memory.columns_of(ready)]
+    table = df.select(*columns).limit(max_rows + 1).toArrow()
+    if table.num_rows > max_rows:
+        return None, [], list(suite.checks)
+    refused = in_memory.refused_by_values(table, ready)
+    return (
+        table,
+        [c for c in ready if c.name not in refused],
+        [c for c in suite.checks if c in rest or c.name in refused],
+    )
+
+
+def _merged(parts: list[dict], checks: tuple[QualityCheck, ...] | list[QualityCheck]) -> dict:
+    """One GX result of the parts' results, in the checks' order, with its statistics."""
+    merged = dict(parts[0])
+    by_check = {_check_of(r): r for part in parts for r in part["results"]}
+    results = [by_check[c.name] for c in checks if c.name in by_check]
+    passed = sum(1 for r in results if r["success"])
+    merged["results"] = results
+    merged["success"] = passed == len(results)
+    merged["statistics"] = {
+        **merged.get("statistics", {}),
+        "evaluated_expectations": len(results),
+        "successful_expectations": passed,
+        "unsuccessful_expectations": len(results) - passed,
+        "success_percent": 100.0 * passed / len(results) if results else None,
+    }
+    return merged
+
+
+def _passed_clean(result: dict, check: str) -> bool:
+    """Whether `check` found no unexpected value in `result`."""
+    found = next(r for r in result["results"] if _check_of(r) == check)
+    return not (found.get("result") or {}).get("unexpected_count")
 
 
 def _check_of(result: dict) -> str | None:
@@ -131,7 +254,7 @@ def _check_of(result: dict) -> str | None:
 
 
 def _run_gx(
-    frame: DataFrame,
+    frame: DataFrame | pd.DataFrame,
     suite_name: str,
     checks: tuple[QualityCheck, ...] | list[QualityCheck],
     result_format: str,
@@ -156,6 +279,16 @@ def _run_gx(
         progress_bars=ProgressBarsConfig(globally=False, metric_calculations=False),
         analytics_enabled=False,
     )
+    on_pandas = not hasattr(frame, "sparkSession")
+    java_regex = {}
+    if on_pandas:  # GX's pandas engine searches with Python's `re`
+        java_regex = {c.name: c.kwargs["regex"] for c in checks if "regex" in c.kwargs}
+        checks = [
+            replace(c, kwargs={**c.kwargs, "regex": in_memory.python_regex(c.kwargs["regex"])})
+            if c.name in java_regex
+            else c
+            for c in checks
+        ]
     expectations = [
         check.build().copy(
             update={
@@ -167,9 +300,13 @@ def _run_gx(
     ]
     try:
         context = gx.get_context(mode="ephemeral", project_config=config)
+        source = (
+            context.data_sources.add_pandas(name="quality")
+            if on_pandas
+            else context.data_sources.add_spark(name="quality", persist=False)
+        )
         batch = (
-            context.data_sources.add_spark(name="quality", persist=False)
-            .add_dataframe_asset(name="frame")
+            source.add_dataframe_asset(name="frame")
             .add_batch_definition_whole_dataframe(name="whole")
             .get_batch(batch_parameters={"dataframe": frame})
         )
@@ -178,9 +315,18 @@ def _run_gx(
             gx_suite,
             result_format={"result_format": result_format, "partial_unexpected_count": sample_size},
         )
-        return result.to_json_dict()
+        result = result.to_json_dict()
     finally:
         project_manager.set_project(previous)
+    for r in result["results"]:
+        details = r.get("result") or {}
+        for key in _PANDAS_ONLY:  # row numbers of the pandas copy: not the frame's
+            details.pop(key, None)
+        if on_pandas and not details.get("partial_unexpected_counts", True):
+            del details["partial_unexpected_counts"]  # as Spark's first pass, without samples
+        if _check_of(r) in java_regex:  # the check's own (Java) pattern, as on Spark
+            r["expectation_config"]["kwargs"]["regex"] = java_regex[_check_of(r)]
+    return result
 
 
 def _outcomes(suite: QualitySuite, results: list[dict], *, sample_size: int):
@@ -218,6 +364,14 @@ def _outcomes(suite: QualitySuite, results: list[dict], *, sample_size: int):
             )
         )
     return tuple(outcomes)
+
+
+def _raised(info: dict | None) -> bool:
+    """Whether GX raised evaluating an expectation (one `exception_info`, or one per metric)."""
+    if not info:
+        return False
+    infos = [info] if "raised_exception" in info else list(info.values())
+    return any(isinstance(i, dict) and i.get("raised_exception") for i in infos)
 
 
 def _error(info: dict | None) -> str | None:

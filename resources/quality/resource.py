@@ -2,9 +2,9 @@
 
 Assets declare a `quality: DataQualityResource` parameter and call
 `quality.validate_dataframe(df, suite, evaluated_at=..., meta=...)`; the resource supplies its
-configured settings (sample size, GX result format, whether to cache the frame) to the runner
-in `resources.quality.gx_runner`. It is wired under the key `quality` in
-`pipelines/wiring/default_resources.py`.
+configured settings (sample size, GX result format, whether to cache the frame, up to how many
+rows to check in memory) to the runner in `resources.quality.gx_runner`. It is wired under
+the key `quality` in `pipelines/wiring/default_resources.py`.
 """
 
 from __future__ import annotations
@@ -16,6 +16,7 @@ from dagster import ConfigurableResource
 from pydantic import Field
 
 from resources.quality.gx_runner import validate_dataframe
+from resources.quality.in_memory import PANDAS_MAX_ROWS
 from resources.quality.model import QualitySuite, ValidationReport
 
 if TYPE_CHECKING:
@@ -50,6 +51,12 @@ class DataQualityResource(ConfigurableResource):
         default=True,
         description="Persist the frame while GX runs its one or two Spark jobs per expectation.",
     )
+    pandas_max_rows: int = Field(
+        default=PANDAS_MAX_ROWS,
+        description="A frame of at most this many rows is collected once and checked by GX on "
+        "pandas, for the checks whose verdict is provably Spark's (the others on Spark); 0: "
+        "every check on Spark.",
+    )
 
     def validate_dataframe(
         self,
@@ -81,4 +88,5 @@ class DataQualityResource(ConfigurableResource):
             result_format=self.result_format,
             cache=self.cache_frame,
             meta=meta,
+            pandas_max_rows=self.pandas_max_rows,
         )
