@@ -1,11 +1,12 @@
 """Which checks Great Expectations may run on an in-memory pandas copy of a Spark frame.
 
 GX's Spark engine runs a Spark job or two per checked column; on a frame of a few thousand
-rows those jobs are most of a validation's time (1.5-2 s warm and ~7 s cold for nine checks
-on 3,000 rows, against 0.15 s on pandas; see docs/performance.md). `validate_dataframe`
-therefore collects a small frame once, as Arrow, and runs on pandas every check whose verdict
-is *provably the same* as Spark's; the others stay on Spark. What can differ, and how each is
-kept equal or sent to Spark:
+rows those jobs are most of a validation's time (`bench/gx_engines.py`, a twelve-check silver
+suite, local Spark: 1,000 rows 2.27 s on Spark against 0.62 s in memory; 100,000 rows 1.91 s
+against 1.65 s; docs/performance.md). `validate_dataframe` therefore collects a small frame
+once, as Arrow, and runs on pandas every check whose verdict is *provably the same* as
+Spark's; the others stay on Spark. What can differ, and how each is kept equal or sent to
+Spark:
 
 - **Regular expressions.** Spark's `rlike` is Java's `Matcher.find`; GX's pandas engine is
   Python's `re.search`. `python_regex` translates a Java pattern into Python's with the same
@@ -22,9 +23,13 @@ kept equal or sent to Spark:
 - **Types.** A check runs in memory only on the column types listed in `_ready`: strings for
   patterns, lengths and sets; numbers for ranges; strings, integers and dates for uniqueness;
   timestamps, dates and numbers for pair comparisons; any type for not-null.
+- **Samples.** A range on a decimal (compared as doubles in memory) and a pair of timestamps
+  (which pandas writes otherwise) that find rows run again on Spark, for Spark's samples
+  (`samples_from_spark`). On no rows, GX's engines report the unexpected count differently;
+  `empty_as_on_spark` gives Spark's.
 
 `tests/resources/test_quality_engines.py` runs every check on both engines over the same
-frames (edge values included) and asserts the same outcomes.
+frames (edge values included) and asserts the same outcomes and the same GX results.
 """
 
 from __future__ import annotations
@@ -39,10 +44,10 @@ if TYPE_CHECKING:
 
     from resources.quality.model import QualityCheck
 
-# Above this many rows a frame is validated on Spark: collecting it would cost more than GX's
-# Spark jobs save (measured: 100,000 rows 0.5 s in memory against 2.1 s on Spark, warm;
-# 1,000,000 rows 4.1 s against 5.3 s; docs/performance.md).
-PANDAS_MAX_ROWS = 200_000
+# Above this many rows a frame is validated on Spark: pandas, one core in Python, is no longer
+# faster than GX's Spark jobs (`bench/gx_engines.py`, local Spark, medians: 100,000 rows 1.65 s
+# in memory against 1.91 s on Spark; 200,000 rows 2.94 s against 3.00 s).
+PANDAS_MAX_ROWS = 100_000
 
 _LONG_MIN, _LONG_MAX = -(2**63), 2**63 - 1
 _EXACT_DOUBLE = 2**53  # every integer up to this is exactly a double
