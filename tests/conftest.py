@@ -26,7 +26,8 @@ from resources.jetstream import EmbeddedNatsServer, JetStreamClient, JetStreamRe
 # - expressions evaluated interpreted (Spark's `factoryMode` NO_CODEGEN, under which Spark
 #   runs its own expression tests too), not generated and compiled as Java classes per query:
 #   over a few rows the compilation is most of a query's CPU;
-# - no adaptive query execution: it re-plans each query between its stages.
+# - no adaptive query execution: it re-plans each query between its stages;
+# - one shuffle partition (below).
 # The results are the same; only the plans and how expressions are evaluated differ. Five
 # Spark-heavy files on two workers: 290 s with the JVM options alone, 238 s interpreted, 224 s
 # also without AQE (2026-11-26, issue #36). `make demo`, `jsl` and the benchmarks keep Spark's
@@ -39,6 +40,11 @@ TEST_SPARK_CONF = {
     "spark.sql.adaptive.enabled": "false",
 }
 os.environ.setdefault("JSL_SPARK_CONF", json.dumps(TEST_SPARK_CONF))
+# One shuffle partition (and so one Delta snapshot partition): fewer tasks per query, where
+# the two workers keep both cores busy anyway. The same five files: 186 and 200 s with two
+# partitions, 177 and 178 s with one, alternating (2026-11-26). Tests that start servers of
+# their own (the UI's, the cluster's, the daemon's) set theirs.
+os.environ.setdefault("JSL_SPARK_SHUFFLE_PARTITIONS", "1")
 
 # `make test` runs the suite on two xdist workers (`--dist loadfile --no-loadscope-reorder`): a
 # test file's tests run on one worker, so its module fixtures start once, and the files go out
@@ -121,7 +127,9 @@ def spark():
     """One SparkSession with Delta for the whole test session (UI off)."""
     from resources.spark import SparkResource
 
-    session = SparkResource(ui_enabled=False, shuffle_partitions=2).get_session()
+    session = SparkResource(
+        ui_enabled=False, shuffle_partitions=int(os.environ["JSL_SPARK_SHUFFLE_PARTITIONS"])
+    ).get_session()
     yield session
     session.stop()
 

@@ -279,7 +279,9 @@ def _run_gx(
         progress_bars=ProgressBarsConfig(globally=False, metric_calculations=False),
         analytics_enabled=False,
     )
-    on_pandas = not hasattr(frame, "sparkSession")
+    import pandas as pd
+
+    on_pandas = isinstance(frame, pd.DataFrame)
     java_regex = {}
     if on_pandas:  # GX's pandas engine searches with Python's `re`
         java_regex = {c.name: c.kwargs["regex"] for c in checks if "regex" in c.kwargs}
