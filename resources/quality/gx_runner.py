@@ -97,20 +97,28 @@ def validate_dataframe(
                     "transform that builds the frame"
                 )
     meta = {**(meta or {}), "suite": suite.name, "evaluated_at": evaluated_at.isoformat()}
-    table, pandas_checks, spark_checks = _collect_small(df, suite, pandas_max_rows)
-    parts, found = [], set()
-    if pandas_checks:
-        result, again, found = _validate_in_memory(
-            table, df.schema, suite.name, pandas_checks, result_format, sample_size
-        )
-        parts.append(result)
-        spark_checks = [c for c in suite.checks if c in spark_checks or c.name in again]
-    row_count = None if table is None else table.num_rows
-    if spark_checks:
-        persisted = cache and not df.is_cached
-        if persisted:
-            df.persist()
-        try:
+    ready, rest = (
+        in_memory.split(suite.checks, df.schema) if pandas_max_rows > 0 else ([], suite.checks)
+    )
+    # Spark reads the frame once for the checks it keeps and the copy, so both see its rows.
+    persisted = cache and bool(rest) and not df.is_cached
+    if persisted:
+        df.persist()
+    try:
+        table, pandas_checks, spark_checks = _collect_small(df, suite, ready, pandas_max_rows)
+        parts, found = [], set()
+        if pandas_checks:
+            result, again, found = _validate_in_memory(
+                table, df.schema, suite.name, pandas_checks, result_format, sample_size
+            )
+            if result is not None:
+                parts.append(result)
+            spark_checks = [c for c in suite.checks if c in spark_checks or c.name in again]
+        row_count = None if table is None else table.num_rows
+        if spark_checks:
+            if cache and not df.is_cached:
+                df.persist()
+                persisted = True
             if row_count is None:
                 row_count = df.count()
             parts.append(
@@ -118,9 +126,9 @@ def validate_dataframe(
                     df, suite.name, spark_checks, result_format, sample_size, found=found
                 )
             )
-        finally:
-            if persisted:
-                df.unpersist()
+    finally:
+        if persisted:
+            df.unpersist()
     result = _merged(parts, suite.checks)
     meta["engines"] = {
         "pandas": [c.name for c in suite.checks if c not in spark_checks and table is not None],
@@ -182,14 +190,21 @@ def _validate_in_memory(
     checks: list[QualityCheck],
     result_format: str,
     sample_size: int,
-) -> tuple[dict, set[str], set[str]]:
+) -> tuple[dict | None, set[str], set[str]]:
     """GX's result on a pandas copy of `table`, without the checks to run again on Spark;
-    the names of those, and of those among them known to have found rows.
+    the names of those, and of those among them known to have found rows. No result, and
+    every check to Spark, if pandas cannot hold the copy.
 
     Back to Spark go a check GX could not evaluate in memory, and one that found rows whose
     samples Spark writes otherwise (`in_memory.samples_from_spark`).
     """
-    result = _run_gx(in_memory.to_pandas(table), suite_name, checks, result_format, sample_size)
+    import pyarrow as pa
+
+    try:
+        frame = in_memory.to_pandas(table)
+    except (ValueError, OverflowError, pa.ArrowException):  # e.g. a date beyond year 9999
+        return None, {c.name for c in checks}, set()
+    result = _run_gx(frame, suite_name, checks, result_format, sample_size)
     raised = {_check_of(r) for r in result["results"] if _raised(r.get("exception_info"))}
     found = {
         c.name
@@ -206,22 +221,24 @@ def _validate_in_memory(
 
 
 def _collect_small(
-    df: DataFrame, suite: QualitySuite, max_rows: int
+    df: DataFrame, suite: QualitySuite, ready: list[QualityCheck], max_rows: int
 ) -> tuple[pa.Table | None, list[QualityCheck], list[QualityCheck]]:
-    """The checked columns of `df` as Arrow if it has at most `max_rows` rows and a check
-    can run in memory, with the checks for pandas and those for Spark."""
-    ready, rest = in_memory.split(suite.checks, df.schema) if max_rows > 0 else ([], [])
+    """The columns the `ready` checks read, as Arrow, if `df` has at most `max_rows` rows;
+    with the checks for pandas and those for Spark (all of them if there is no copy)."""
     if not ready:
         return None, [], list(suite.checks)
     columns = ["`" + name.replace("`", "``") + "`" for name in in_memory.columns_of(ready)]
-    table = df.select(*columns).limit(max_rows + 1).toArrow()
+    try:
+        table = df.select(*columns).limit(max_rows + 1).toArrow()
+    except Exception:  # a type Arrow cannot carry: Spark judges it, as it always could
+        return None, [], list(suite.checks)
     if table.num_rows > max_rows:
         return None, [], list(suite.checks)
     refused = in_memory.refused_by_values(table, ready)
     return (
         table,
         [c for c in ready if c.name not in refused],
-        [c for c in suite.checks if c in rest or c.name in refused],
+        [c for c in suite.checks if c not in ready or c.name in refused],
     )
 
 
@@ -322,10 +339,12 @@ def _run_gx(
         project_manager.set_project(previous)
     for r in result["results"]:
         details = r.get("result") or {}
-        for key in _PANDAS_ONLY:  # row numbers of the pandas copy: not the frame's
-            details.pop(key, None)
-        if on_pandas and not details.get("partial_unexpected_counts", True):
-            del details["partial_unexpected_counts"]  # as Spark's first pass, without samples
+        if on_pandas:
+            for key in _PANDAS_ONLY:  # row numbers of the pandas copy: not the frame's
+                details.pop(key, None)
+            first_pass = result_format != "COMPLETE"
+            if first_pass and not details.get("partial_unexpected_counts", True):
+                del details["partial_unexpected_counts"]  # as Spark's pass without samples
         if _check_of(r) in java_regex:  # the check's own (Java) pattern, as on Spark
             r["expectation_config"]["kwargs"]["regex"] = java_regex[_check_of(r)]
     return result

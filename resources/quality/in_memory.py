@@ -20,13 +20,16 @@ Spark:
   so does numpy; Python compares its ints exactly. A range on an integer column holding a
   value beyond 2**53 is left to Spark, as are ranges on 32-bit float columns; a decimal
   column is compared as the doubles Spark makes of it, when its digits fit a double's.
-- **Types.** A check runs in memory only on the column types listed in `_ready`: strings for
-  patterns, lengths and sets; numbers for ranges; strings, integers and dates for uniqueness;
-  timestamps, dates and numbers for pair comparisons; any type for not-null.
-- **Samples.** A range on a decimal (compared as doubles in memory) and a pair of timestamps
-  (which pandas writes otherwise) that find rows run again on Spark, for Spark's samples
-  (`samples_from_spark`). On no rows, GX's engines report the unexpected count differently;
-  `empty_as_on_spark` gives Spark's.
+- **Types.** A check runs in memory only on the column types listed in `_ready`: strings
+  (binary collation) for patterns, lengths and sets; numbers for ranges; strings, integers
+  and dates for uniqueness; timestamps, dates and numbers for pair comparisons that skip a
+  row missing either value; any type for not-null.
+- **Characters beyond the BMP.** Java's lookbehinds count their two UTF-16 halves; a pattern
+  on a column holding such a character stays on Spark.
+- **Samples.** A range on a decimal (compared as doubles in memory), a pair of timestamps
+  (which pandas writes otherwise) and a uniqueness check (Spark's samples come sorted) that
+  find rows run again on Spark, for Spark's samples (`samples_from_spark`). On no rows, GX's
+  engines report the unexpected count differently; `empty_as_on_spark` gives Spark's.
 
 `tests/resources/test_quality_engines.py` runs every check on both engines over the same
 frames (edge values included) and asserts the same outcomes and the same GX results.
@@ -56,6 +59,11 @@ _JAVA_DOT = r"[^\n\r\x85\u2028\u2029]"  # Java's `.` without DOTALL or UNIX_LINE
 # and never between its `\r` and `\n`).
 _JAVA_DOLLAR = r"(?=(?:\r\n|(?<!\r)\n|[\r\x85\u2028\u2029])?\Z)"
 _SAME_ESCAPES = frozenset("dDsSwWtnrf")
+_MAX_REPEAT = 1_000_000
+# Java matches on UTF-16: its lookbehinds count the two halves of a character beyond the BMP
+# (`(?<=^.)b` finds nothing in "😀b"; Python's finds the b). A pattern runs in memory only on
+# a column without such characters (`refused_by_values`).
+_BEYOND_BMP = "[\U00010000-\U0010ffff]"
 _HEX = frozenset("0123456789abcdefABCDEF")
 
 
@@ -114,9 +122,9 @@ def python_regex(java: str) -> str | None:
             if not quantifiable:
                 return None
             if ch == "{":
-                bound = re.match(r"\{\d+(,\d*)?\}", java[i:])
-                if bound is None:
-                    return None
+                bound = re.match(r"\{(\d+)(?:,(\d*))?\}", java[i:])
+                if bound is None or max(int(n or 0) for n in bound.groups()) > _MAX_REPEAT:
+                    return None  # Java refuses counts above 2**31 - 1; Python allows more
                 out.append(bound.group())
                 i += len(bound.group())
             else:
@@ -220,12 +228,21 @@ def _ready(check: QualityCheck, types: dict[str, DataType]) -> bool:
     if kind == "ExpectColumnPairValuesAToBeGreaterThanB":
         a, b = types.get(kwargs.get("column_A")), types.get(kwargs.get("column_B"))
         comparable = (T.TimestampType, T.TimestampNTZType, T.DateType, T.DoubleType, *integral)
-        return a is not None and type(a) is type(b) and isinstance(a, comparable)
+        # With a null on one side Spark's comparison is null (not unexpected) and pandas' is
+        # False (unexpected): only rows with both values compare the same.
+        return (
+            kwargs.get("ignore_row_if") == "either_value_is_missing"
+            and a is not None
+            and type(a) is type(b)
+            and isinstance(a, comparable)
+        )
     column = types.get(kwargs.get("column"))
     if column is None:
         return False
     if kind == "ExpectColumnValuesToNotBeNull":
         return True
+    if isinstance(column, T.StringType) and column.collation != "UTF8_BINARY":
+        return False  # Spark compares, groups and matches such strings by their collation
     if kind == "ExpectColumnValuesToBeUnique":
         return isinstance(column, (T.StringType, T.DateType, *integral))
     if kind == "ExpectColumnValuesToMatchRegex":
@@ -254,7 +271,10 @@ def _ready(check: QualityCheck, types: dict[str, DataType]) -> bool:
         return (
             isinstance(column, (T.DoubleType, T.DecimalType, *integral))
             and bool(bounds)
-            and all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in bounds)
+            and all(
+                isinstance(v, (int, float)) and not isinstance(v, bool) and v == v  # not NaN
+                for v in bounds
+            )
         )
     return False
 
@@ -288,8 +308,9 @@ def columns_of(checks: list[QualityCheck]) -> list[str]:
 
 def refused_by_values(table: pa.Table, checks: list[QualityCheck]) -> set[str]:
     """The checks (by name) whose columns hold values pandas would judge otherwise: a NaN in
-    a floating column (Spark's value, pandas' missing), and an integer beyond 2**53 under a
-    range (exact in Python, a double in Spark)."""
+    a floating column (Spark's value, pandas' missing), an integer beyond 2**53 under a range
+    (exact in Python, a double in Spark), a character beyond the BMP under a pattern (see
+    `_BEYOND_BMP`)."""
     import pyarrow as pa
     import pyarrow.compute as pc
 
@@ -305,11 +326,18 @@ def refused_by_values(table: pa.Table, checks: list[QualityCheck]) -> set[str]:
         and column.null_count < len(column)
         and _largest_digits(column) > _EXACT_DOUBLE
     }
+    beyond_bmp = {
+        name
+        for name, column in zip(table.column_names, table.columns, strict=True)
+        if pa.types.is_string(column.type)
+        and pc.any(pc.match_substring_regex(column, _BEYOND_BMP)).as_py()
+    }
     return {
         c.name
         for c in checks
         if set(columns_of([c])) & nan
         or (c.expectation == "ExpectColumnValuesToBeBetween" and c.kwargs["column"] in wide)
+        or (c.expectation == "ExpectColumnValuesToMatchRegex" and c.kwargs["column"] in beyond_bmp)
     }
 
 
@@ -335,11 +363,14 @@ def empty_as_on_spark(result: dict) -> None:
 def samples_from_spark(check: QualityCheck, schema: StructType) -> bool:
     """Whether the samples of `check`'s unexpected values must come from Spark to read the
     same: a pair of timestamps (pandas writes them in UTC to the microsecond, Spark in the
-    driver's local time, as Python's `isoformat`), and a range on a decimal column (compared
-    as doubles in memory; Spark's samples are the decimals)."""
+    driver's local time, as Python's `isoformat`), a range on a decimal column (compared
+    as doubles in memory; Spark's samples are the decimals), and a uniqueness check (Spark's
+    samples come sorted by value)."""
     from pyspark.sql import types as T
 
     types = {f.name: f.dataType for f in schema.fields}
+    if check.expectation == "ExpectColumnValuesToBeUnique":
+        return True  # Spark's window sorts the repeated values; pandas keeps the rows' order
     if check.expectation == "ExpectColumnValuesToBeBetween":
         return isinstance(types.get(check.kwargs.get("column")), T.DecimalType)
     column = types.get(check.kwargs.get("column_A"))

@@ -15,6 +15,7 @@ import math
 import re
 from decimal import Decimal
 
+import pyarrow as pa
 import pytest
 from pyspark.sql import functions as F
 from pyspark.sql.types import (
@@ -33,7 +34,7 @@ from pipelines.contract.formats import FORMAT_REGEX
 from pipelines.silver.expectations import DATE_TIME_SHAPE
 from pipelines.silver.rule_columns import spark_pattern
 from resources.quality import QualityCheck, QualitySuite, validate_dataframe
-from resources.quality.in_memory import python_regex
+from resources.quality.in_memory import python_regex, refused_by_values, split
 
 NOW = dt.datetime(2026, 11, 26, 12, 0, tzinfo=dt.UTC)
 
@@ -69,6 +70,8 @@ PATTERNS = [
     r"\.\$\^\(",
     "(a|b)c",
     "x*",
+    "[\\u0080-\\uffff]",  # not a character beyond the BMP, in both
+    "(?<=^.)b",  # Java's lookbehind counts UTF-16 halves: such subjects go to Spark (below)
 ]
 REFUSED = [
     "(?i)abc",
@@ -96,6 +99,7 @@ REFUSED = [
     "[a",
     r"\G",
     "\t",
+    "a{2147483648}",  # over Java's limit
 ]
 SUBJECTS = [
     "",
@@ -122,6 +126,7 @@ SUBJECTS = [
     "٣٤",  # Arabic-Indic digits: \d in Python's Unicode mode, not Java's
     "\U0001d7d9",  # a mathematical digit outside the BMP
     "😀x",
+    "😀b",
     "é",
     "éx",
     "É",
@@ -172,13 +177,21 @@ def test_every_translated_pattern_matches_exactly_the_strings_java_does(spark):
     row = subjects.agg(
         *(F.collect_list(F.col("s").rlike(p)).alias(f"p{i}") for i, p in enumerate(PATTERNS))
     ).first()
-    differences = [
-        (pattern, subject, java)
+    differences = {
+        (pattern, subject)
         for i, pattern in enumerate(PATTERNS)
         for subject, java in zip(SUBJECTS, row[f"p{i}"], strict=True)
         if java != bool(re.search(python_regex(pattern), subject))
-    ]
-    assert differences == []
+    }
+    # Only where a lookbehind meets a character beyond the BMP (Java counts its two UTF-16
+    # halves): such subjects keep a pattern on Spark (`refused_by_values`).
+    assert differences == {("(?<=^.)b", "😀b")}
+    beyond = [s for s in SUBJECTS if any(ord(c) > 0xFFFF for c in s)]
+    check = _check("p", "ExpectColumnValuesToMatchRegex", column="s", regex="x")
+    for subject in beyond:
+        table = pa.table({"s": ["abc", subject, None]})
+        assert refused_by_values(table, [check]) == {"p"}, subject
+    assert refused_by_values(pa.table({"s": ["abc", "é", None]}), [check]) == set()
 
 
 SCHEMA = StructType(
@@ -265,6 +278,13 @@ SUITE = QualitySuite(
             or_equal=True,
             ignore_row_if="either_value_is_missing",
         ),
+        _check(  # GX's default ignore_row_if: a row missing one value is compared
+            "day_pair_default",
+            "ExpectColumnPairValuesAToBeGreaterThanB",
+            column_A="day__latest",
+            column_B="day",
+            or_equal=True,
+        ),
         _check(
             "day_not_in_future",
             "ExpectColumnPairValuesAToBeGreaterThanB",
@@ -275,8 +295,9 @@ SUITE = QualitySuite(
         ),
     ),
 )
-# The checks no frame lets pandas run: a flag in the pattern, a float32 range.
-ALWAYS_SPARK = {"name_flag", "f_range"}
+# The checks no frame lets pandas run: a flag in the pattern, a float32 range, a pair that
+# compares rows missing one value.
+ALWAYS_SPARK = {"name_flag", "f_range", "day_pair_default"}
 
 FRAMES = {
     "clean": [_row(i) for i in range(1, 40)],
@@ -307,6 +328,7 @@ FRAMES = {
     "nan": [_row(1), _row(2, x=math.nan), _row(3, x=None)],
     "all null": [_row(i, id=None, n=None, x=None, name=None) for i in range(3)],
     "empty": [],
+    "beyond the BMP": [_row(1), _row(2, name="😀"), _row(3, id="e-😀")],
 }
 
 
@@ -331,6 +353,8 @@ def test_both_engines_give_the_same_outcome_for_every_check(spark, frame):
         assert {"x_not_null", "x_range"} <= set(either.meta["engines"]["spark"])
     if frame == "wide integers":  # beyond 2**53 a range on n is judged as doubles, on Spark
         assert {"n_range", "n_strict"} <= set(either.meta["engines"]["spark"])
+    if frame == "beyond the BMP":
+        assert {"name_lower", "id_pattern"} <= set(either.meta["engines"]["spark"])
     if frame == "decimals in range":
         assert {"d_range", "d_tenths"} <= in_memory
         assert either.outcome("d_tenths").success
@@ -374,3 +398,49 @@ def test_the_gx_result_keeps_the_java_pattern_and_no_pandas_row_numbers(spark):
     assert [r["expectation_config"]["meta"]["check"] for r in results.values()] == [
         c.name for c in SUITE.checks
     ]
+
+
+def test_strings_with_a_collation_and_nan_bounds_stay_on_spark():
+    lower_case = StructType(
+        [StructField("s", StringType("UTF8_LCASE")), StructField("x", DoubleType())]
+    )
+    checks = [
+        _check("unique", "ExpectColumnValuesToBeUnique", column="s"),
+        _check("in_set", "ExpectColumnValuesToBeInSet", column="s", value_set=["a"]),
+        _check("pattern", "ExpectColumnValuesToMatchRegex", column="s", regex="a"),
+        _check("nan", "ExpectColumnValuesToBeBetween", column="x", max_value=math.nan),
+        _check("not_null", "ExpectColumnValuesToNotBeNull", column="s"),
+    ]
+
+    ready, rest = split(checks, lower_case)
+
+    assert [c.name for c in ready] == ["not_null"]
+    assert [c.name for c in rest] == ["unique", "in_set", "pattern", "nan"]
+
+
+def test_a_frame_arrow_cannot_carry_is_checked_on_spark(spark):
+    df = spark.range(3).select(F.expr("INTERVAL '1' YEAR").alias("span"))
+    suite = QualitySuite(
+        name="spans", checks=(_check("span", "ExpectColumnValuesToNotBeNull", column="span"),)
+    )
+
+    report = validate_dataframe(df, suite, evaluated_at=NOW)
+
+    assert report.success and report.row_count == 3
+    assert report.meta["engines"] == {"pandas": [], "spark": ["span"]}
+
+
+def test_a_copy_pandas_cannot_hold_is_checked_on_spark(spark, monkeypatch):
+    from resources.quality import in_memory
+
+    def refuse(table):
+        raise ValueError("year 10000 is out of range")
+
+    df = spark.createDataFrame(FRAMES["breaking"], SCHEMA)
+    on_spark = validate_dataframe(df, SUITE, evaluated_at=NOW, pandas_max_rows=0)
+    monkeypatch.setattr(in_memory, "to_pandas", refuse)
+
+    report = validate_dataframe(df, SUITE, evaluated_at=NOW)
+
+    assert report.meta["engines"]["pandas"] == []
+    assert _outcomes(report) == _outcomes(on_spark)
