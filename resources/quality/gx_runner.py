@@ -44,7 +44,6 @@ if TYPE_CHECKING:
 
 RESULT_FORMATS = ("BASIC", "SUMMARY", "COMPLETE")
 _PANDAS_ONLY = ("partial_unexpected_index_list", "unexpected_index_list", "unexpected_index_query")
-_COLUMN_KWARGS = ("column", "column_A", "column_B")
 
 
 def validate_dataframe(
@@ -86,11 +85,8 @@ def validate_dataframe(
         raise ValueError(f"sample_size must be at least 1, got {sample_size!r}")
     columns = set(df.columns)
     for check in suite.checks:
-        kwargs = check.kwargs
-        for needed in [kwargs.get(k) for k in _COLUMN_KWARGS] + list(
-            kwargs.get("column_list") or []
-        ):
-            if needed is not None and needed not in columns:
+        for needed in check.columns:
+            if needed not in columns:
                 raise DataQualityError(
                     f"suite {suite.name!r}: check {check.name!r} needs column {needed!r}, which "
                     f"the frame does not have (it has {sorted(columns)}); fix the suite or the "
@@ -170,11 +166,7 @@ def _validate_in_two_passes(
     unknown = [c for c in checks if c.name not in found]
     if unknown:
         first = _run_gx(df, suite_name, unknown, result_format, 0)
-        found |= {
-            _check_of(r)
-            for r in first["results"]
-            if (r.get("result") or {}).get("unexpected_count")
-        }
+        found |= _found_rows(first)
         first["results"] = [r for r in first["results"] if _check_of(r) not in found]
         parts.append(first)
     again = [c for c in checks if c.name in found]
@@ -206,12 +198,9 @@ def _validate_in_memory(
         return None, {c.name for c in checks}, set()
     result = _run_gx(frame, suite_name, checks, result_format, sample_size)
     raised = {_check_of(r) for r in result["results"] if _raised(r.get("exception_info"))}
+    with_rows = _found_rows(result) - raised
     found = {
-        c.name
-        for c in checks
-        if c.name not in raised
-        and in_memory.samples_from_spark(c, schema)
-        and not _passed_clean(result, c.name)
+        c.name for c in checks if c.name in with_rows and in_memory.samples_from_spark(c, schema)
     }
     result["results"] = [r for r in result["results"] if _check_of(r) not in raised | found]
     if table.num_rows == 0:
@@ -260,10 +249,11 @@ def _merged(parts: list[dict], checks: tuple[QualityCheck, ...] | list[QualityCh
     return merged
 
 
-def _passed_clean(result: dict, check: str) -> bool:
-    """Whether `check` found no unexpected value in `result`."""
-    found = next(r for r in result["results"] if _check_of(r) == check)
-    return not (found.get("result") or {}).get("unexpected_count")
+def _found_rows(result: dict) -> set[str]:
+    """The checks (by name) that found unexpected values in `result`."""
+    return {
+        _check_of(r) for r in result["results"] if (r.get("result") or {}).get("unexpected_count")
+    }
 
 
 def _check_of(result: dict) -> str | None:

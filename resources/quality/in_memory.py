@@ -297,13 +297,7 @@ def split(
 
 def columns_of(checks: list[QualityCheck]) -> list[str]:
     """The columns `checks` read, in first-use order."""
-    names: list[str] = []
-    for check in checks:
-        for key in ("column", "column_A", "column_B"):
-            name = check.kwargs.get(key)
-            if name is not None and name not in names:
-                names.append(name)
-    return names
+    return list(dict.fromkeys(name for check in checks for name in check.columns))
 
 
 def refused_by_values(table: pa.Table, checks: list[QualityCheck]) -> set[str]:
@@ -335,7 +329,7 @@ def refused_by_values(table: pa.Table, checks: list[QualityCheck]) -> set[str]:
     return {
         c.name
         for c in checks
-        if set(columns_of([c])) & nan
+        if set(c.columns) & nan
         or (c.expectation == "ExpectColumnValuesToBeBetween" and c.kwargs["column"] in wide)
         or (c.expectation == "ExpectColumnValuesToMatchRegex" and c.kwargs["column"] in beyond_bmp)
     }

@@ -54,6 +54,14 @@ class QualityCheck:
     )
     kwargs: Mapping[str, Any] = field(default_factory=dict, hash=False)
 
+    @property
+    def columns(self) -> list[str]:
+        """The columns the expectation reads (`column`, `column_A`, `column_B`, then
+        `column_list`), each once."""
+        named = [self.kwargs.get(k) for k in ("column", "column_A", "column_B")]
+        listed = list(self.kwargs.get("column_list") or [])
+        return list(dict.fromkeys(c for c in named + listed if c is not None))
+
     def build(self) -> Expectation:
         """The GX expectation (imports GX on first use).
 
