@@ -27,7 +27,12 @@ from resources.jetstream import EmbeddedNatsServer, JetStreamClient, JetStreamRe
 #   runs its own expression tests too), not generated and compiled as Java classes per query:
 #   over a few rows the compilation is most of a query's CPU;
 # - no adaptive query execution: it re-plans each query between its stages;
-# - one shuffle partition (below).
+# - one shuffle partition (below);
+# - Spark's classes mapped from a class-data-sharing archive dumped once (tests/class_archive.py):
+#   a JVM's start and first Delta query took 13.5 CPU-seconds without it, 8.4 with it; three
+#   files that start a JVM per run (ui/test_cli, test_nothing_new_skips_spark,
+#   test_rejudge_command) 247 and 247 s without, 222 and 214 s with it, alternating; five
+#   that share the session's JVM 233 s without, 227 and 225 s with.
 # The results are the same; only the plans and how expressions are evaluated differ. Five
 # Spark-heavy files on two workers: 290 s with the JVM options alone, 238 s interpreted, 224 s
 # also without AQE (2026-11-26, issue #36). `make demo`, `jsl` and the benchmarks keep Spark's
@@ -39,6 +44,15 @@ TEST_SPARK_CONF = {
     "spark.sql.codegen.factoryMode": "NO_CODEGEN",
     "spark.sql.adaptive.enabled": "false",
 }
+if "JSL_SPARK_CONF" not in os.environ and "PYTEST_XDIST_WORKER" not in os.environ:
+    # Before the workers start (they inherit the environment): see tests/class_archive.py.
+    from tests.class_archive import QUIET, class_archive
+
+    archive = class_archive(TEST_SPARK_CONF, Path(__file__).resolve().parent.parent)
+    if archive is not None:
+        TEST_SPARK_CONF["spark.driver.extraJavaOptions"] += (
+            f" -XX:SharedArchiveFile={archive} {QUIET}"
+        )
 os.environ.setdefault("JSL_SPARK_CONF", json.dumps(TEST_SPARK_CONF))
 # One shuffle partition (and so one Delta snapshot partition): fewer tasks per query, where
 # the two workers keep both cores busy anyway. The same five files: 186 and 200 s with two
