@@ -87,7 +87,10 @@ def class_archive(spark_conf: dict[str, str], project: Path) -> Path | None:
         return None
     if path.is_file():
         return path
-    CACHE_DIR.mkdir(parents=True, exist_ok=True)
+    try:
+        CACHE_DIR.mkdir(parents=True, exist_ok=True)
+    except OSError:
+        return None
     partial = path.with_suffix(f".{os.getpid()}.partial")
     conf = {
         **spark_conf,
@@ -105,9 +108,12 @@ def class_archive(spark_conf: dict[str, str], project: Path) -> Path | None:
         )
     except subprocess.TimeoutExpired:
         return None
-    if done.returncode != 0:
+    try:
+        pid = int(done.stdout.split()[-1]) if done.returncode == 0 else None
+    except (IndexError, ValueError):
+        pid = None
+    if pid is None:
         return None
-    pid = int(done.stdout.split()[-1])
     deadline = time.monotonic() + DUMP_TIMEOUT
     while _alive(pid) and time.monotonic() < deadline:
         time.sleep(0.2)  # the JVM writes the archive as it exits, after Python has
