@@ -1,11 +1,13 @@
 """A class-data-sharing archive for the tests' Spark JVMs (HotSpot's AppCDS, JDK 13+).
 
-Every Spark JVM the suite starts (its sessions, the Dagster runs' and children's, the Connect
-servers') loads and verifies the same ~20,000 classes of Spark, Hadoop, Delta and Scala. An
-archive dumped once from a small Delta workload (`-XX:ArchiveClassesAtExit`) lets each later
-JVM map those classes already parsed and verified (`-XX:SharedArchiveFile`). Measured on this
-machine (2026-11-26): a session started and a first Delta write and read, 13.5 s of JVM CPU
-without the archive and 8.4 s with it.
+Every Spark JVM the suite starts with the tests' `JSL_SPARK_CONF` (the workers' sessions, the
+Dagster runs', the children's, the Connect server `jsl dev` starts) loads and verifies the
+same thousands of Spark, Hadoop and Scala classes. An archive dumped once from a small Delta
+workload (`-XX:ArchiveClassesAtExit`) lets each later JVM map those classes already parsed
+and verified (`-XX:SharedArchiveFile`). The cluster and Connect tests (tests/cluster/) leave
+`JSL_SPARK*` out on purpose, to run the product's defaults, so their JVMs load classes as
+usual. Measured on this machine (2026-11-26): a session started and a first Delta write and
+read, 13.2-13.8 s of JVM CPU without the archive and 8.4-9.0 s with it.
 
 The archive is HotSpot's own mechanism and changes no result: a JVM whose version or class
 path differs from the dumping one ignores it (`-Xshare:auto`, the default) and loads its
