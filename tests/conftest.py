@@ -29,7 +29,7 @@ from resources.jetstream import EmbeddedNatsServer, JetStreamClient, JetStreamRe
 # - no adaptive query execution: it re-plans each query between its stages;
 # - one shuffle partition (below);
 # - Spark's classes mapped from a class-data-sharing archive dumped once (tests/class_archive.py):
-#   a JVM's start and first Delta query took 13.5 CPU-seconds without it, 8.4 with it; three
+#   a JVM's start and first Delta query took 13.2-13.8 CPU-seconds without it, 8.4-9.0 with; three
 #   files that start a JVM per run (ui/test_cli, test_nothing_new_skips_spark,
 #   test_rejudge_command) 247 and 247 s without, 222 and 214 s with it, alternating; five
 #   that share the session's JVM 233 s without, 227 and 225 s with.
