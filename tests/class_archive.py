@@ -36,8 +36,7 @@ QUIET = "-Xlog:cds=off -Xlog:cds+dynamic=off -Xlog:class+path=off"
 # an Arrow round trip and the usual SQL functions. Run as `python -c`, with the conf in
 # JSL_SPARK_CONF; prints the JVM's pid last, so that the caller can wait for its dump.
 WORKLOAD = """
-import sys, tempfile
-sys.path.insert(0, sys.argv[1])
+import tempfile
 from resources.spark import SparkResource
 from pyspark.sql import functions as F
 spark = SparkResource(ui_enabled=False, shuffle_partitions=1).get_session()
@@ -76,7 +75,7 @@ def _alive(pid: int) -> bool:
     return True
 
 
-def class_archive(spark_conf: dict[str, str], project: Path) -> Path | None:
+def class_archive(spark_conf: dict[str, str]) -> Path | None:
     """The archive for JVMs started with `spark_conf`, dumped first if not cached.
 
     None when it cannot be dumped (no `java`, or the dump failed): the tests then run
@@ -102,7 +101,7 @@ def class_archive(spark_conf: dict[str, str], project: Path) -> Path | None:
     env.pop("SPARK_REMOTE", None)
     try:
         done = subprocess.run(
-            [sys.executable, "-c", WORKLOAD, str(project)],
+            [sys.executable, "-c", WORKLOAD],
             capture_output=True,
             text=True,
             env=env,

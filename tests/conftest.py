@@ -48,7 +48,7 @@ if "JSL_SPARK_CONF" not in os.environ and "PYTEST_XDIST_WORKER" not in os.enviro
     # Before the workers start (they inherit the environment): see tests/class_archive.py.
     from tests.class_archive import QUIET, class_archive
 
-    archive = class_archive(TEST_SPARK_CONF, Path(__file__).resolve().parent.parent)
+    archive = class_archive(TEST_SPARK_CONF)
     if archive is not None:
         TEST_SPARK_CONF["spark.driver.extraJavaOptions"] += (
             f" -XX:SharedArchiveFile={archive} {QUIET}"
