@@ -26,7 +26,8 @@ the silver tables or the quarantine.
 6. The intent is deleted.
 
 Every frame is read at a pinned version, so Spark computing one again after a write gives
-the same rows, and a resumed run judges the same S.
+the same rows, and a resumed run judges the same S. S parsed, and the prior keys, are
+computed once and kept (`localCheckpoint`), so the writes do not make Spark judge S again.
 """
 
 from __future__ import annotations
@@ -388,7 +389,13 @@ def _execute(job: _Job, claim: IntentClaim, *, resume: bool) -> RejudgeResult:
         rows, was, now = rows_to_judge(
             spark, contract, intent, tables, job.bronze_path, resume=resume
         )
-        parsed = cache(parse_events(rows, contract))
+        # Computed once and kept (`localCheckpoint`), not cached: the writes below change
+        # the tables these frames read (the quarantine a retry takes its rows from, the
+        # tables `prior` reads at their pinned versions), and a write drops every cached
+        # frame built on a table it changes, so Spark would parse, judge and route S again
+        # for each write. A checkpointed frame reads no table: what is built on it stays
+        # cached through the writes.
+        parsed = parse_events(rows, contract).localCheckpoint()
         pinned = {
             t.target: read_at(spark, t.path, t.pinned)
             for t in tables
@@ -399,13 +406,13 @@ def _execute(job: _Job, claim: IntentClaim, *, resume: bool) -> RejudgeResult:
             F.broadcast(event_keys(parsed, contract)), contract, pinned, quarantine
         )
         # S's own rows are in the batch as judged now, not as their old keys say.
-        prior = cache(prior.join(parsed.select(*KEY), KEY, "left_anti"))
+        prior = prior.join(parsed.select(*KEY), KEY, "left_anti").localCheckpoint()
         batch = route(
             parsed, contract, prior, run_id=intent.run_id, now=intent.now,
             source_table=intent.source_table,
         )  # fmt: skip
-        outputs = {name: cache(frame) for name, frame in batch.tables.items()}
-        outputs[QUARANTINE] = cache(batch.quarantine)
+        cache(batch.judged)  # every output is a projection of it: read from the cache
+        outputs = {**batch.tables, QUARANTINE: batch.quarantine}
         routed = None
         for target, frame in outputs.items():
             keyed = frame.select(*KEY, F.lit(target).alias("target"))

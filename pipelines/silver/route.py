@@ -44,11 +44,15 @@ class SilverBatch:
         quarantine: every other row, with all the rules it broke (`QUARANTINE_SCHEMA`).
         candidates: event type name -> every row of that type before the split: its silver
             columns, `failed_rules` (every broken rule, any severity) and `quarantined`.
+        judged: every row before the split, each of the others a projection of it: the
+            checked frame with `failed_rules` and `quarantined` (`routed_counts` counts
+            it; caching it caches the others).
     """
 
     tables: dict[str, DataFrame]
     quarantine: DataFrame
     candidates: dict[str, DataFrame]
+    judged: DataFrame
 
 
 def inputs(expression: str, columns: list[str]) -> list[str]:
@@ -161,7 +165,7 @@ def route(
         F.lit(now).alias("quarantined_at"),
         F.lit(contract_version(contract)).alias("contract_version"),
     )
-    return SilverBatch(tables, quarantine.to(QUARANTINE_SCHEMA), candidates)
+    return SilverBatch(tables, quarantine.to(QUARANTINE_SCHEMA), candidates, frame)
 
 
 def rule_failures(candidates: DataFrame, contract: Contract) -> dict[str, int]:
@@ -205,3 +209,38 @@ def judged_rows(frame: DataFrame, contract: Contract, *, split: bool = True) -> 
     row = frame.agg(F.count(F.lit(1)).alias("_rows"), *sums).first()
     failing = {r.name: int(row[f"_{n}"] or 0) for n, r in enumerate(rules)}
     return Judged(int(row["_rows"]), failing, int(row["_kept"] or 0) if split else None)
+
+
+def routed_counts(batch: SilverBatch, contract: Contract) -> tuple[dict[str, Judged], Judged]:
+    """What `judged_rows` counts in each event type's candidates (split) and in the
+    quarantine (not split), from one aggregate over `batch.judged`.
+
+    Returns:
+        Event type name -> its candidates' counts, and the quarantine's counts.
+    """
+    rules = silver_rules(contract)
+    names = [e.name for e in contract.event_types]
+    groups = (
+        batch.judged.groupBy(
+            F.when(F.col(EVENT_TYPE).isin(*names), F.col(EVENT_TYPE)).alias("_type"),
+            F.col(QUARANTINED).alias("_quarantined"),
+        )
+        .agg(
+            F.count(F.lit(1)).alias("_rows"),
+            *(
+                F.sum(F.array_contains("failed_rules", r.name).cast("long")).alias(f"_{n}")
+                for n, r in enumerate(rules)
+            ),
+        )
+        .collect()
+    )
+
+    def counted(chosen: list, kept: int | None) -> Judged:
+        failing = {r.name: sum(int(g[f"_{n}"] or 0) for g in chosen) for n, r in enumerate(rules)}
+        return Judged(sum(g["_rows"] for g in chosen), failing, kept)
+
+    typed = {}
+    for name in names:
+        own = [g for g in groups if g["_type"] == name]
+        typed[name] = counted(own, sum(g["_rows"] for g in own if g["_quarantined"] is False))
+    return typed, counted([g for g in groups if g["_quarantined"] is True], None)

@@ -11,9 +11,9 @@ stream with a contract (the file trash's FILE_EVENTS among them):
 3. parse and route them by the contract (`parse_events`, `route`), judging `event_id_unique`
    against the prior rows whose key is among the batch's (`colliding_keys`);
 4. count each rule's failing rows and the rows each check judges, for the asset checks,
-   and the rows each table receives, in one aggregate per frame (`judged_rows`), and, given
-   a `validate`, run each event type's Great Expectations suite on its candidates
-   (`pipelines.silver.expectations`);
+   and the rows each table receives, in one aggregate over the routed batch
+   (`routed_counts`), and, given a `validate`, run each event type's Great Expectations
+   suite on its candidates (`pipelines.silver.expectations`);
 5. merge each event type's rows into its table and the rest into quarantine, keyed on the
    bronze row (stream, seq) with an insert-only MERGE bounded to the batch's seqs (a table
    that receives no rows is not merged into);
@@ -49,7 +49,7 @@ from pipelines.silver.evolution import ColumnChange, OnSchemaChange, TablePlan, 
 from pipelines.silver.expectations import contract_suite, expectation_frame, rule_outcomes
 from pipelines.silver.parse import parse_events
 from pipelines.silver.rejudge_intent import refuse_while_pending
-from pipelines.silver.route import judged_rows, route
+from pipelines.silver.route import SilverBatch, route, routed_counts
 from pipelines.silver.rule_columns import silver_rules
 from pipelines.silver.schema import QUARANTINE_SCHEMA, silver_schema
 from resources.quality import QualitySuite, ValidationReport
@@ -321,14 +321,22 @@ def run_contract_silver(
         tables = {target: spark.read.format("delta").load(path) for target, path in paths.items()}
         quarantined_before = tables.pop(QUARANTINE)
         keys = F.broadcast(event_keys(parsed, contract))
-        prior = cache(colliding_keys(keys, contract, tables, quarantined_before))
+        # The prior keys are computed once and kept (`localCheckpoint`), not cached: a merge
+        # drops every cached frame built on the table it writes, and all that is built on
+        # these keys (routing, the candidates, each table's rows) would be computed again,
+        # from the bronze read on, for each merge that follows. A checkpointed frame reads
+        # no table, so what is cached on it stays cached through the merges.
+        prior = colliding_keys(keys, contract, tables, quarantined_before).localCheckpoint()
         batch = route(parsed, contract, prior, run_id=run_id, now=now, source_table=source_table)
-        candidates = {name: cache(frame) for name, frame in batch.candidates.items()}
-        quarantine = cache(batch.quarantine)
-        counts = _count(contract, candidates, quarantine, count)
-        reports = {} if validate is None else _validate(contract, candidates, validate, mostly)
+        # Every frame below is a projection of the routed batch: cached once, they all read
+        # it from the cache.
+        cache(batch.judged)
+        counts = _count(contract, batch, count)
+        reports = (
+            {} if validate is None else _validate(contract, batch.candidates, validate, mostly)
+        )
         expectations = {name: rule_outcomes(report) for name, report in reports.items()}
-        incoming = {**batch.tables, QUARANTINE: quarantine}
+        incoming = {**batch.tables, QUARANTINE: batch.quarantine}
         refuse_while_pending(watermarks.bucket, stage)  # again: one may have begun since
         merged = {
             target: merge_new_rows(
@@ -461,7 +469,7 @@ def _validate(
 
 @dataclass(frozen=True)
 class _Counts:
-    """What the stage counts in a batch, in one aggregate per frame (`judged_rows`)."""
+    """What the stage counts in a batch, in one aggregate (`routed_counts`)."""
 
     failures: dict[str, dict[str, int]]  # check target -> rule -> failing rows
     checked: dict[str, int]  # check target -> the rows its checks judge
@@ -469,14 +477,11 @@ class _Counts:
     quarantined_by_rule: dict[str, int]  # rule -> quarantined rows breaking it (if any)
 
 
-def _count(
-    contract: Contract, candidates: Mapping[str, DataFrame], quarantine: DataFrame, rows: int
-) -> _Counts:
+def _count(contract: Contract, batch: SilverBatch, rows: int) -> _Counts:
     """Failing rows per check of `rule_checks`, by target and rule; the rows each target's
     checks judge (an event type's candidates, or all `rows` of the batch for the
     quarantine's); the rows each table receives; the quarantined rows per broken rule."""
-    judged = {name: judged_rows(frame, contract) for name, frame in candidates.items()}
-    untyped = judged_rows(quarantine, contract, split=False)
+    judged, untyped = routed_counts(batch, contract)
     checked = {name: counts.rows for name, counts in judged.items()}
     checked[QUARANTINE] = rows
     merging = {name: counts.kept for name, counts in judged.items()}

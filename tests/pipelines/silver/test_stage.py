@@ -4,6 +4,9 @@ Real Spark and Delta, the watermark in a real KV bucket; bronze rows are those o
 `test_orders.py` (ORDERS, every tenth bad), written to a Delta table.
 """
 
+import gc
+import time
+
 import pytest
 
 from pipelines.lakehouse.delta_tables import MergeOutcome
@@ -53,6 +56,30 @@ def nothing_cached(spark) -> bool:
     return spark._jsparkSession.sharedState().cacheManager().isEmpty()
 
 
+def kept_rdds(spark) -> set[int]:
+    """The ids of the RDDs whose blocks Spark keeps: cached frames and local checkpoints (not
+    the table states Delta caches, named "Delta Table State ...", which it releases itself)."""
+    return {
+        info.id()
+        for info in spark.sparkContext._jsc.sc().getRDDStorageInfo()
+        if not info.name().startswith("Delta Table State")
+    }
+
+
+def released_since(spark, before: set[int], timeout: float = 60.0) -> bool:
+    """Whether every RDD kept since `before` is freed once nothing refers to it any more: the
+    stage's checkpoints are freed by Spark's ContextCleaner once the JVM collects them, after
+    Python dropped its frames (so nothing of the stage may still hold one)."""
+    deadline = time.monotonic() + timeout
+    while kept_rdds(spark) - before:
+        if time.monotonic() > deadline:
+            return False
+        gc.collect()
+        spark._jvm.System.gc()
+        time.sleep(0.5)
+    return True
+
+
 def test_a_crash_before_the_watermark_moves_duplicates_nothing_on_the_next_run(spark, store, paths):
     land(spark, paths, range(200))
     spark.catalog.clearCache()
@@ -60,10 +87,12 @@ def test_a_crash_before_the_watermark_moves_duplicates_nothing_on_the_next_run(s
         run(spark, CrashingStore(store.bucket), paths)
     assert nothing_cached(spark)  # the frames it cached are released by the crash too
     written = rows(spark, paths)
+    before = kept_rdds(spark)
 
     again = run(spark, store, paths, run_id="run-2")
 
     assert nothing_cached(spark)
+    assert released_since(spark, before)  # and its checkpoint once its frames are dropped
 
     assert {name: len(found) for name, found in written.items()} == {
         "OrderPlaced": 100,
