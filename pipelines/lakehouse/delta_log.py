@@ -10,7 +10,9 @@ compared; here only local paths and `file:` URIs are read. For the same reason e
 decides from here whether it has anything new before it starts Spark
 (`pipelines.lakehouse.nothing_new`): `read_table_files` replays the log's file actions for
 the live files' row count and a column's largest value (their statistics), `read_commits`
-gives the last commits' operation, `userMetadata` and whether they changed anything.
+gives the last commits' operation, `userMetadata` and whether they changed anything, and
+`read_table_version` the version from the listing alone (what `delta_tables.table_version`
+asks first of a local table, instead of a Spark request).
 
 What it reads (the Delta protocol's log layout, as delta-spark 4.4 writes it):
 
@@ -132,6 +134,20 @@ def read_table_state(path: str) -> TableState | None:
     """
     log = _list_log(path)
     return None if log is None else _state_of(log)
+
+
+def read_table_version(path: str) -> int | None:
+    """The current version of the Delta table at `path`, from its log's listing alone (the
+    highest commit or complete checkpoint): what `DESCRIBE HISTORY` gives, no file read.
+
+    Returns:
+        The version, or None when there is no Delta table at `path`.
+
+    Raises:
+        UnreadableTableLog: `path` is a URI of another scheme (s3a://, abfss://, ...).
+    """
+    log = _list_log(path)
+    return None if log is None else log.version
 
 
 @dataclass(frozen=True)

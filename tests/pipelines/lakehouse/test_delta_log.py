@@ -20,8 +20,9 @@ from pipelines.lakehouse.delta_log import (
     TableLogError,
     UnreadableTableLog,
     read_table_state,
+    read_table_version,
 )
-from pipelines.lakehouse.delta_tables import delta_path
+from pipelines.lakehouse.delta_tables import delta_path, table_version
 
 SCHEMA = StructType(
     [
@@ -79,6 +80,7 @@ def test_the_state_is_what_spark_reports_read_by_path_or_file_uri(spark, table_r
     assert state.struct_type() == SCHEMA  # the column comment included
     for uri in (Path(path).as_uri(), f"file:{path}"):  # file:///tmp/... and Hadoop's file:/tmp/...
         assert read_table_state(uri) == dataclasses.replace(state, path=uri)
+        assert read_table_version(uri) == state.version
 
 
 def test_an_added_column_and_a_widened_type_are_read_from_the_newest_commit(spark, table_root):
@@ -148,7 +150,7 @@ def test_after_log_cleanup_the_schema_is_read_from_the_checkpoint(
         (log / f"{version:020d}.json").unlink()
 
     assert state_of(path) == expected
-    assert expected[0] == 3
+    assert read_table_version(path) == table_version(spark, path) == expected[0] == 3
     assert [f["name"] for f in expected[1]["fields"]] == ["n", "s", "x"]
 
 
@@ -159,16 +161,17 @@ def test_no_delta_table_gives_none(table_root):
     empty_log = table_root / "empty" / "_delta_log"
     (empty_log / "_staged_commits").mkdir(parents=True)
 
-    assert read_table_state(str(table_root / "missing")) is None
-    assert read_table_state(str(plain)) is None
-    assert read_table_state(str(plain / "part-0.parquet")) is None
-    assert read_table_state(str(empty_log.parent)) is None
+    for path in (table_root / "missing", plain, plain / "part-0.parquet", empty_log.parent):
+        assert read_table_state(str(path)) is None
+        assert read_table_version(str(path)) is None
 
 
 @pytest.mark.parametrize(
     "path", ["s3a://lake/silver/orders", "abfss://c@acct.dfs.core.windows.net/t", "hdfs://nn/t"]
 )
 def test_a_table_off_the_local_filesystem_raises_naming_the_path(path):
+    with pytest.raises(UnreadableTableLog, match="local filesystem"):
+        read_table_version(path)
     with pytest.raises(UnreadableTableLog, match="local filesystem") as raised:
         read_table_state(path)
 
@@ -187,3 +190,43 @@ def test_a_corrupt_newest_commit_raises_naming_the_file(spark, table_root):
 
     assert raised.value.file == str(newest)
     assert "line 1 of commit 1" in str(raised.value)
+
+
+class HistorySpark:
+    """Answers `DESCRIBE HISTORY` as Spark would for a table at `version` (None: no table)."""
+
+    def __init__(self, version: int | None) -> None:
+        self.version = version
+        self.asked: list[str] = []
+
+    def sql(self, statement: str):
+        self.asked.append(statement)
+        rows = [] if self.version is None else [{"version": self.version}]
+        return type("Result", (), {"collect": lambda _: rows})()
+
+
+@pytest.mark.parametrize("path", ["s3a://lake/silver/orders", "relative/silver/orders"])
+def test_a_table_whose_log_is_not_read_here_gets_its_version_from_spark(path):
+    spark = HistorySpark(7)
+
+    assert table_version(spark, path) == 7
+    assert spark.asked == [f"DESCRIBE HISTORY {delta_path(path)} LIMIT 1"]
+
+
+def test_a_local_table_gets_its_version_from_its_log_and_spark_is_asked_only_if_none(
+    spark, table_root
+):
+    path = create(spark, table_root / "t")
+    append(spark, path)
+    unused = HistorySpark(99)
+
+    assert (
+        table_version(unused, path)
+        == 1
+        == spark.sql(f"DESCRIBE HISTORY {delta_path(path)} LIMIT 1").first().version
+    )
+    assert unused.asked == []
+    # No table in this process's view: Spark, which may see another filesystem, decides.
+    elsewhere = HistorySpark(4)
+    assert table_version(elsewhere, str(table_root / "missing")) == 4
+    assert len(elsewhere.asked) == 1
