@@ -18,8 +18,10 @@ from typing import NamedTuple
 import pytest
 
 from pipelines.file_trash.generator import GOOD, generate_event_mix
+from pipelines.silver.route import judged_rows, routed_counts
 from tests.pipelines.file_trash.test_generator import RULE_OF_KIND
 from tests.pipelines.file_trash.test_silver import (
+    CONTRACT,
     DELETED,
     MISSING,
     NOW,
@@ -259,6 +261,16 @@ def test_candidates_hold_every_row_of_their_type_with_the_rules_it_broke(batch):
         candidates = batch.candidates[event_type].select("seq", "failed_rules").collect()
 
         assert {r.seq: r.failed_rules for r in candidates} == expected, event_type
+
+
+def test_one_aggregate_counts_what_each_frame_counts_alone(batch):
+    typed, quarantined = routed_counts(batch, CONTRACT)
+
+    assert typed == {name: judged_rows(frame, CONTRACT) for name, frame in batch.candidates.items()}
+    assert quarantined == judged_rows(batch.quarantine, CONTRACT, split=False)
+    # The cases hold rows of each type kept and quarantined, and rows of no declared type.
+    assert all(0 < t.kept < t.rows for t in typed.values())
+    assert quarantined.rows > sum(t.rows - t.kept for t in typed.values())
 
 
 def test_kept_rows_are_typed_as_published(batch):
