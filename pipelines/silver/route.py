@@ -16,13 +16,14 @@ from __future__ import annotations
 
 import datetime as dt
 import re
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import NamedTuple
 
 from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 
-from pipelines.contract import UNKNOWN_FIELDS_COLUMN, Contract, EventType, UnknownFields
+from pipelines.contract import UNKNOWN_FIELDS_COLUMN, Contract, EventType, Rule, UnknownFields
 from pipelines.contract.fingerprint import contract_version, event_type_version
 from pipelines.silver import layout
 from pipelines.silver.duplicates import mark_duplicates
@@ -189,6 +190,14 @@ class Judged(NamedTuple):
     kept: int | None  # rows not quarantined: a candidates frame's table rows (None: not split)
 
 
+def _failing_sums(rules: Sequence[Rule]) -> list[Column]:
+    """Per rule, in order, the rows whose `failed_rules` holds it (aliased `_0`, `_1`, ...)."""
+    return [
+        F.sum(F.array_contains("failed_rules", r.name).cast("long")).alias(f"_{n}")
+        for n, r in enumerate(rules)
+    ]
+
+
 def judged_rows(frame: DataFrame, contract: Contract, *, split: bool = True) -> Judged:
     """The rows of `frame`, how many break each rule and, with `split`, how many are not
     quarantined, in one aggregate.
@@ -200,10 +209,7 @@ def judged_rows(frame: DataFrame, contract: Contract, *, split: bool = True) -> 
         split: count the rows whose `quarantined` column is false (`Judged.kept`).
     """
     rules = silver_rules(contract)
-    sums = [
-        F.sum(F.array_contains("failed_rules", r.name).cast("long")).alias(f"_{n}")
-        for n, r in enumerate(rules)
-    ]
+    sums = _failing_sums(rules)
     if split:
         sums.append(F.sum((~F.col(QUARANTINED)).cast("long")).alias("_kept"))
     row = frame.agg(F.count(F.lit(1)).alias("_rows"), *sums).first()
@@ -225,13 +231,7 @@ def routed_counts(batch: SilverBatch, contract: Contract) -> tuple[dict[str, Jud
             F.when(F.col(EVENT_TYPE).isin(*names), F.col(EVENT_TYPE)).alias("_type"),
             F.col(QUARANTINED).alias("_quarantined"),
         )
-        .agg(
-            F.count(F.lit(1)).alias("_rows"),
-            *(
-                F.sum(F.array_contains("failed_rules", r.name).cast("long")).alias(f"_{n}")
-                for n, r in enumerate(rules)
-            ),
-        )
+        .agg(F.count(F.lit(1)).alias("_rows"), *_failing_sums(rules))
         .collect()
     )
 
