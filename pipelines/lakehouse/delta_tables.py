@@ -16,16 +16,15 @@ change data feed on, so gold can read only what changed (`pipelines.lakehouse.re
 from __future__ import annotations
 
 import os
-import uuid
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from pyspark.errors import AnalysisException
 from pyspark.sql import DataFrame, Row, SparkSession
-from pyspark.sql.types import StructType
+from pyspark.sql.types import ArrayType, DataType, MapType, StructField, StructType
 
-from pipelines.lakehouse.delta_log import TableLogError, read_table_version
+from pipelines.lakehouse.delta_log import TableLogError, read_table_state, read_table_version
 
 SOURCE_KEY = ("stream", "seq")
 
@@ -74,7 +73,7 @@ def table_version(spark: SparkSession, path: str) -> int | None:
     finds no table there (this process may not see the directory Spark writes), Spark says
     (`DESCRIBE HISTORY`).
     """
-    if os.path.isabs(path) or path.startswith("file:"):
+    if _local(path):
         try:
             version = read_table_version(path)
         except TableLogError:
@@ -83,6 +82,88 @@ def table_version(spark: SparkSession, path: str) -> int | None:
             return version
     last = last_commit(spark, path)
     return None if last is None else last["version"]
+
+
+def _local(path: str) -> bool:
+    return os.path.isabs(path) or path.startswith("file:")
+
+
+@dataclass(frozen=True)
+class LiveTable:
+    """A Delta table as it is now: one version's number, properties and schema.
+
+    Attributes:
+        version: the table's current version.
+        properties: the properties set on it (`metaData.configuration`: `jsl.contract.*`,
+            `delta.enableChangeDataFeed`, ...), without the protocol's entries that
+            `SHOW TBLPROPERTIES` adds (`delta.minReaderVersion`, `delta.feature.*`).
+        schema: its schema as a read of the table gives it: Delta's own field metadata
+            (column mapping ids and physical names, type-widening history) left out, column
+            comments kept.
+    """
+
+    version: int
+    properties: dict[str, str]
+    schema: StructType
+
+
+# What `SHOW TBLPROPERTIES` lists besides the table's configuration: the protocol.
+_PROTOCOL_PROPERTIES = ("delta.minReaderVersion", "delta.minWriterVersion", "delta.feature.")
+
+
+def live_table(spark: SparkSession, path: str) -> LiveTable | None:
+    """The table's version, properties and schema now, or None if there is no table yet.
+
+    A table at an absolute local path (or a `file:` URI) is read from its log
+    (`delta_log.read_table_state`: the three of one version, with no Spark request; over
+    Spark Connect three round trips less per table). Otherwise, and when the log finds no
+    table there or cannot be read here, Spark says: `DESCRIBE HISTORY`, `SHOW
+    TBLPROPERTIES` and the schema of a read, which a commit between them could make of two
+    versions.
+    """
+    if _local(path):
+        try:
+            state = read_table_state(path)
+        except TableLogError:
+            state = None
+        if state is not None:
+            schema = _without_delta_metadata(state.struct_type())
+            return LiveTable(state.version, dict(state.properties), schema)
+    last = last_commit(spark, path)
+    if last is None:
+        return None
+    rows = spark.sql(f"SHOW TBLPROPERTIES {delta_path(path)}").collect()
+    properties = {
+        row["key"]: row["value"] for row in rows if not row["key"].startswith(_PROTOCOL_PROPERTIES)
+    }
+    schema = spark.read.format("delta").load(path).schema
+    return LiveTable(last["version"], properties, schema)
+
+
+def _without_delta_metadata(data_type: DataType) -> DataType:
+    """`data_type` with the `delta.*` keys of every field's metadata dropped, as Delta drops
+    them from the schema a read gives (nested fields included)."""
+    if isinstance(data_type, StructType):
+        return StructType(
+            [
+                StructField(
+                    f.name,
+                    _without_delta_metadata(f.dataType),
+                    f.nullable,
+                    {k: v for k, v in f.metadata.items() if not k.startswith("delta.")},
+                )
+                for f in data_type.fields
+            ]
+        )
+    if isinstance(data_type, ArrayType):
+        return ArrayType(_without_delta_metadata(data_type.elementType), data_type.containsNull)
+    if isinstance(data_type, MapType):
+        return MapType(
+            _without_delta_metadata(data_type.keyType),
+            _without_delta_metadata(data_type.valueType),
+            data_type.valueContainsNull,
+        )
+    return data_type
 
 
 # The table property that has Delta record each commit's row changes, so that what reads a
@@ -178,21 +259,32 @@ def merge_new_rows(
 
 def merge_insert_only(spark: SparkSession, rows: DataFrame, path: str, condition: str) -> int:
     """`MERGE INTO` the table at `path` (alias `t`) the `rows` (alias `s`) that match no row
-    under `condition`; returns the number of rows inserted.
+    under `condition`; returns the number of rows inserted."""
+    metrics = merge_into(spark, rows, path, f"ON {condition} WHEN NOT MATCHED THEN INSERT *")
+    return int(metrics["num_inserted_rows"]) if metrics else 0
 
-    The rows go in through a temporary view (SQL MERGE needs a name for its source), dropped
-    afterwards; its name is unique, so concurrent merges in one session do not collide.
+
+def merge_into(spark: SparkSession, source: DataFrame, path: str, clauses: str) -> Row | None:
+    """`MERGE INTO` the table at `path` (alias `t`) from `source` (alias `s`) with `clauses`
+    (`ON ... WHEN ...`); returns Delta's metrics row (num_affected_rows, num_inserted_rows,
+    ...), if any.
+
+    The source is the statement's argument (`spark.sql(..., source=source)`): over Spark
+    Connect it travels with the statement, one request; a classic session names it with a
+    temporary view of a unique name for the statement and drops it afterwards.
     """
-    view = f"jsl_merge_source_{uuid.uuid4().hex}"
-    rows.createOrReplaceTempView(view)
-    try:
-        result = spark.sql(
-            f"MERGE INTO {delta_path(path)} AS t USING {view} AS s ON {condition} "
-            "WHEN NOT MATCHED THEN INSERT *"
-        ).collect()
-    finally:
-        spark.catalog.dropTempView(view)
-    return int(result[0]["num_inserted_rows"]) if result else 0
+    target = _braces_escaped(delta_path(path))
+    rows = spark.sql(
+        f"MERGE INTO {target} AS t USING {{source}} AS s {_braces_escaped(clauses)}",
+        source=source,
+    ).collect()
+    return rows[0] if rows else None
+
+
+def _braces_escaped(text: str) -> str:
+    """`text` as literal text of a `spark.sql` statement with arguments, which is a Python
+    format string: `{` and `}` doubled."""
+    return text.replace("{", "{{").replace("}", "}}")
 
 
 def optimize(spark: SparkSession, path: str) -> dict[str, Any]:

@@ -56,7 +56,12 @@ from pyspark.sql.types import (
 )
 
 from pipelines.contract import EventType
-from pipelines.lakehouse.delta_tables import CHANGE_DATA_FEED, delta_path, table_version
+from pipelines.lakehouse.delta_tables import (
+    CHANGE_DATA_FEED,
+    delta_path,
+    live_table,
+    table_version,
+)
 
 FINGERPRINT_PROPERTY = "jsl.contract.fingerprint"
 COLUMNS_PROPERTY = "jsl.contract.columns"  # JSON {json path: column} of the event's fields
@@ -447,12 +452,6 @@ class TablePlan:
     policy: OnSchemaChange = OnSchemaChange.EVOLVE
 
 
-def table_properties(spark: SparkSession, path: str) -> dict[str, str]:
-    """The table's properties (`SHOW TBLPROPERTIES`)."""
-    rows = spark.sql(f"SHOW TBLPROPERTIES {delta_path(path)}").collect()
-    return {row["key"]: row["value"] for row in rows}
-
-
 def _rows_lacking(spark: SparkSession, path: str, columns: Sequence[str]) -> dict[str, int]:
     if not columns:
         return {}
@@ -493,12 +492,11 @@ class _Found:
 
 
 def _inspect(spark: SparkSession, plan: TablePlan) -> _Found:
-    version = table_version(spark, plan.path)
-    if version is None:
+    live = live_table(spark, plan.path)
+    if live is None:
         return _Found(plan, None, {}, [])
-    properties = table_properties(spark, plan.path)
-    live = spark.read.format("delta").load(plan.path).schema
-    return _Found(plan, version, properties, plan_changes(spark, plan, live, properties))
+    changes = plan_changes(spark, plan, live.schema, live.properties)
+    return _Found(plan, live.version, live.properties, changes)
 
 
 def prepare_tables(

@@ -9,13 +9,12 @@ Connect (no `DeltaTable` Python API).
 
 from __future__ import annotations
 
-import uuid
 from typing import Protocol
 
-from pyspark.sql import DataFrame, Row, SparkSession
+from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql.types import ArrayType, DataType, MapType, StructType
 
-from pipelines.lakehouse.delta_tables import delta_path
+from pipelines.lakehouse.delta_tables import merge_into
 
 # Columns that say which run wrote a row: a row that differs only in them is not rewritten.
 STAMP_COLUMNS = frozenset({"run_id", "processed_at", "quarantined_at"})
@@ -77,23 +76,6 @@ def on_key(seqs: tuple[int, int]) -> str:
     return f"t.`stream` = s.`stream` AND t.`seq` = s.`seq` AND t.`seq` BETWEEN {first} AND {last}"
 
 
-def merge(spark: SparkSession, source: DataFrame, path: str, clauses: str) -> Row | None:
-    """`MERGE INTO` the table at `path` (alias `t`) from `source` (alias `s`, through a
-    uniquely named temporary view, dropped afterwards) with `clauses` (`ON ... WHEN ...`).
-
-    Returns:
-        Delta's metrics row (num_affected_rows, num_updated_rows, ...), if any.
-    """
-    view = f"jsl_rejudge_source_{uuid.uuid4().hex}"
-    source.createOrReplaceTempView(view)
-    try:
-        found = spark.sql(f"MERGE INTO {delta_path(path)} AS t USING {view} AS s {clauses}")
-        rows = found.collect()
-    finally:
-        spark.catalog.dropTempView(view)
-    return rows[0] if rows else None
-
-
 class MergeWrites:
     """The default `TableWrites`: MERGE on (stream, seq), bounded to the rows' seqs.
 
@@ -105,7 +87,7 @@ class MergeWrites:
     def upsert(
         self, spark: SparkSession, rows: DataFrame, path: str, seqs: tuple[int, int]
     ) -> None:
-        merge(
+        merge_into(
             spark,
             rows,
             path,
@@ -116,7 +98,7 @@ class MergeWrites:
     def delete(
         self, spark: SparkSession, keys: DataFrame, path: str, seqs: tuple[int, int]
     ) -> None:
-        merge(spark, keys, path, f"ON {on_key(seqs)} WHEN MATCHED THEN DELETE")
+        merge_into(spark, keys, path, f"ON {on_key(seqs)} WHEN MATCHED THEN DELETE")
 
 
 MERGE_WRITES = MergeWrites()

@@ -15,6 +15,7 @@ from pathlib import Path
 import pytest
 from pyspark.sql.types import IntegerType, StringType, StructField, StructType
 
+from pipelines.lakehouse import delta_tables
 from pipelines.lakehouse.delta_log import (
     CorruptTableLog,
     TableLogError,
@@ -230,3 +231,43 @@ def test_a_local_table_gets_its_version_from_its_log_and_spark_is_asked_only_if_
     elsewhere = HistorySpark(4)
     assert table_version(elsewhere, str(table_root / "missing")) == 4
     assert len(elsewhere.asked) == 1
+
+
+NESTED = "address STRUCT<zip: STRING COMMENT 'postal code', lines: ARRAY<STRING>>"
+
+
+def test_a_live_table_read_from_its_log_is_what_spark_reports(spark, table_root, monkeypatch):
+    # Column mapping (a rename), type widening and nested comments: the field metadata Delta
+    # keeps in its log and leaves out of a read's schema.
+    path = create(
+        spark,
+        table_root / "t",
+        **{"delta.columnMapping.mode": "name", "delta.enableTypeWidening": "true"},
+    )
+    sql(spark, f"ALTER TABLE {{table}} ADD COLUMNS (amount DECIMAL(10,2), {NESTED})", path)
+    sql(spark, "ALTER TABLE {table} RENAME COLUMN s TO said", path)
+    sql(spark, "ALTER TABLE {table} ALTER COLUMN n TYPE BIGINT", path)
+    sql(spark, "ALTER TABLE {table} ALTER COLUMN amount TYPE DECIMAL(14,4)", path)
+    sql(spark, "ALTER TABLE {table} SET TBLPROPERTIES ('jsl.contract.fingerprint'='abc')", path)
+    assert "delta.typeChanges" in json.dumps(read_table_state(path).schema)  # in the log
+
+    from_log = delta_tables.live_table(Unasked(), path)
+    monkeypatch.setattr(delta_tables, "_local", lambda path: False)
+    from_spark = delta_tables.live_table(spark, path)
+
+    assert from_log == from_spark
+    assert from_log.version == 5
+    assert from_log.properties["jsl.contract.fingerprint"] == "abc"
+    assert [f.name for f in from_log.schema.fields] == ["n", "said", "amount", "address"]
+    assert from_log.schema["said"].metadata == {"comment": "what the row says"}
+
+
+def test_no_live_table_where_there_is_none(spark, table_root):
+    assert delta_tables.live_table(spark, str(table_root / "missing")) is None
+
+
+class Unasked:
+    """A session that fails the test if it is asked anything."""
+
+    def __getattr__(self, name: str):
+        raise AssertionError(f"Spark was asked ({name}) for a table its log answers")
