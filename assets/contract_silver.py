@@ -359,7 +359,11 @@ def _run_stage(
                 now=now,
                 source_table=silver.ingest.table,
                 validate=lambda frame, suite: quality.validate_dataframe(
-                    frame, suite, evaluated_at=now, meta={"run_id": context.run.run_id}
+                    frame,
+                    suite,
+                    evaluated_at=now,
+                    meta={"run_id": context.run.run_id},
+                    cache=False,  # the stage's frames are projections of a checkpoint
                 ),
                 mostly=silver.mostly,
                 policy=silver.policy,

@@ -26,8 +26,9 @@ the silver tables or the quarantine.
 6. The intent is deleted.
 
 Every frame is read at a pinned version, so Spark computing one again after a write gives
-the same rows, and a resumed run judges the same S. S parsed, and the prior keys, are
-computed once and kept (`localCheckpoint`), so the writes do not make Spark judge S again.
+the same rows, and a resumed run judges the same S. S parsed, the prior keys and S judged
+are computed once each and kept (`localCheckpoint`), so the writes do not make Spark judge S
+again.
 """
 
 from __future__ import annotations
@@ -66,7 +67,7 @@ from pipelines.silver.rejudge_intent import (
 )
 from pipelines.silver.rejudge_rows import KEY, Table, read_at, rows_to_judge
 from pipelines.silver.rejudge_writes import MERGE_WRITES, TableWrites
-from pipelines.silver.route import route
+from pipelines.silver.route import judge, split
 from pipelines.silver.stage import (
     QUARANTINE,
     Policy,
@@ -379,71 +380,56 @@ def _execute(job: _Job, claim: IntentClaim, *, resume: bool) -> RejudgeResult:
     intent = claim.intent
     spark, contract = job.spark, job.contract
     tables = job.tables(intent)
-    cached: list[DataFrame] = []
-
-    def cache(frame: DataFrame) -> DataFrame:
-        cached.append(frame.cache())
-        return frame
-
-    try:
-        rows, was, now = rows_to_judge(
-            spark, contract, intent, tables, job.bronze_path, resume=resume
-        )
-        # Computed once and kept (`localCheckpoint`), not cached: the writes below change
-        # the tables these frames read (the quarantine a retry takes its rows from, the
-        # tables `prior` reads at their pinned versions), and a write drops every cached
-        # frame built on a table it changes, so Spark would parse, judge and route S again
-        # for each write. A checkpointed frame reads no table: what is built on it stays
-        # cached through the writes.
-        parsed = parse_events(rows, contract).localCheckpoint()
-        pinned = {
-            t.target: read_at(spark, t.path, t.pinned)
-            for t in tables
-            if t.schema is not None and t.pinned is not None
-        }
-        quarantine = pinned.pop(QUARANTINE, None)
-        prior = colliding_keys(
-            F.broadcast(event_keys(parsed, contract)), contract, pinned, quarantine
-        )
-        # S's own rows are in the batch as judged now, not as their old keys say.
-        prior = prior.join(parsed.select(*KEY), KEY, "left_anti").localCheckpoint()
-        batch = route(
-            parsed, contract, prior, run_id=intent.run_id, now=intent.now,
-            source_table=intent.source_table,
-        )  # fmt: skip
-        cache(batch.judged)  # every output is a projection of it: read from the cache
-        outputs = {**batch.tables, QUARANTINE: batch.quarantine}
-        routed = None
-        for target, frame in outputs.items():
-            keyed = frame.select(*KEY, F.lit(target).alias("target"))
-            routed = keyed if routed is None else routed.unionByName(keyed)
-        tally = _tally(routed, was, now, tables, job.paths)
-        for target, frame in outputs.items():  # phase A: every insert and update
-            if tally.routed[target]:
-                claim.fence()
-                writes = job.writes.get(target, MERGE_WRITES)
-                writes.upsert(spark, frame, job.plans[target].path, tally.seqs)
-        for table in tables:  # phase B: every delete
-            if tally.stale[table.path]:
-                staying = [t for t, path in job.paths.items() if path == table.path]
-                gone = routed.where(~F.col("target").isin(*staying)) if staying else routed
-                claim.fence()
-                writes = job.writes.get(table.target, MERGE_WRITES)
-                writes.delete(spark, gone.select(*KEY), table.path, tally.seqs)
-        removed: Counter = Counter()
-        for table in tables:
-            removed[table.target] += tally.leaving[table.path]
-        return RejudgeResult(
-            tally.judged,
-            {target: tally.routed[target] for target in job.paths},
-            dict(tally.moved),
-            tally.still_failing,
-            {target: n for target, n in removed.items() if n},
-            dict(tally.added),
-            intent.upto,
-            intent.bronze_version,
-            intent.run_id,
-        )
-    finally:
-        for frame in reversed(cached):
-            frame.unpersist()
+    rows, was, now = rows_to_judge(spark, contract, intent, tables, job.bronze_path, resume=resume)
+    # Computed once and kept (`localCheckpoint`), not cached: the writes below change the
+    # tables these frames read (the quarantine a retry takes its rows from, the tables
+    # `prior` reads at their pinned versions), and a write drops every cached frame built
+    # on a table it changes, so Spark would parse, judge and route S again for each write.
+    # A checkpointed frame reads no table.
+    parsed = parse_events(rows, contract).localCheckpoint()
+    pinned = {
+        t.target: read_at(spark, t.path, t.pinned)
+        for t in tables
+        if t.schema is not None and t.pinned is not None
+    }
+    quarantine = pinned.pop(QUARANTINE, None)
+    prior = colliding_keys(F.broadcast(event_keys(parsed, contract)), contract, pinned, quarantine)
+    # S's own rows are in the batch as judged now, not as their old keys say.
+    prior = prior.join(parsed.select(*KEY), KEY, "left_anti").localCheckpoint()
+    judged = judge(parsed, contract, prior, run_id=intent.run_id, now=intent.now)
+    # Kept too: every output is a projection of it.
+    batch = split(
+        judged.localCheckpoint(), contract, now=intent.now, source_table=intent.source_table
+    )
+    outputs = {**batch.tables, QUARANTINE: batch.quarantine}
+    routed = None
+    for target, frame in outputs.items():
+        keyed = frame.select(*KEY, F.lit(target).alias("target"))
+        routed = keyed if routed is None else routed.unionByName(keyed)
+    tally = _tally(routed, was, now, tables, job.paths)
+    for target, frame in outputs.items():  # phase A: every insert and update
+        if tally.routed[target]:
+            claim.fence()
+            writes = job.writes.get(target, MERGE_WRITES)
+            writes.upsert(spark, frame, job.plans[target].path, tally.seqs)
+    for table in tables:  # phase B: every delete
+        if tally.stale[table.path]:
+            staying = [t for t, path in job.paths.items() if path == table.path]
+            gone = routed.where(~F.col("target").isin(*staying)) if staying else routed
+            claim.fence()
+            writes = job.writes.get(table.target, MERGE_WRITES)
+            writes.delete(spark, gone.select(*KEY), table.path, tally.seqs)
+    removed: Counter = Counter()
+    for table in tables:
+        removed[table.target] += tally.leaving[table.path]
+    return RejudgeResult(
+        tally.judged,
+        {target: tally.routed[target] for target in job.paths},
+        dict(tally.moved),
+        tally.still_failing,
+        {target: n for target, n in removed.items() if n},
+        dict(tally.added),
+        intent.upto,
+        intent.bronze_version,
+        intent.run_id,
+    )

@@ -46,8 +46,8 @@ class SilverBatch:
         candidates: event type name -> every row of that type before the split: its silver
             columns, `failed_rules` (every broken rule, any severity) and `quarantined`.
         judged: every row before the split, each of the others a projection of it: the
-            checked frame with `failed_rules` and `quarantined` (`routed_counts` counts
-            it; caching it caches the others).
+            checked frame with `failed_rules` and `quarantined` (`judge`; `routed_counts`
+            counts it).
     """
 
     tables: dict[str, DataFrame]
@@ -67,9 +67,11 @@ def inputs(expression: str, columns: list[str]) -> list[str]:
     return list(found)
 
 
-def _with_derived(rows: DataFrame, event: EventType) -> DataFrame:
+def _with_derived(rows: DataFrame, event: EventType, columns: Sequence[str]) -> DataFrame:
+    """`rows` (whose columns are `columns`) with `event`'s derived columns, in order."""
+    columns = list(columns)
     for d in event.derived:
-        names = inputs(d.expression, rows.columns)
+        names = inputs(d.expression, columns)
         value = F.expr(d.expression)
         if d.type is not None:
             value = value.cast(spark_type(d.type))
@@ -77,7 +79,24 @@ def _with_derived(rows: DataFrame, event: EventType) -> DataFrame:
         for name in names:
             ready = ready & F.col(name).isNotNull()
         rows = rows.withColumn(d.name, F.when(ready, value))
+        columns.append(d.name)
     return rows
+
+
+def candidate_columns(event: EventType) -> list[str]:
+    """The columns of `event`'s candidates (`SilverBatch.candidates`) before its derived
+    ones, known without asking Spark (over Spark Connect a frame's `columns` is a request)."""
+    unknown = [UNKNOWN_FIELDS_COLUMN] if event.unknown_fields is UnknownFields.KEEP else []
+    return [
+        *(f.column for f in event.fields),
+        *unknown,
+        *SOURCE_COLUMNS,
+        *_JUDGED,
+        "contract_version",
+    ]
+
+
+_JUDGED = ("run_id", "processed_at", "failed_rules", QUARANTINED)
 
 
 def _candidates(frame: DataFrame, contract: Contract, event: EventType) -> DataFrame:
@@ -88,10 +107,10 @@ def _candidates(frame: DataFrame, contract: Contract, event: EventType) -> DataF
         columns.append(unknown)
     rows = (
         frame.where(F.col(EVENT_TYPE) == event.name)
-        .select(*columns, *SOURCE_COLUMNS, "run_id", "processed_at", "failed_rules", QUARANTINED)
+        .select(*columns, *SOURCE_COLUMNS, *_JUDGED)
         .withColumn("contract_version", F.lit(event_type_version(contract, event)))
     )
-    return _with_derived(rows, event)
+    return _with_derived(rows, event, candidate_columns(event))
 
 
 def _check_arguments(now: dt.datetime, run_id: str) -> None:
@@ -110,7 +129,8 @@ def route(
     now: dt.datetime,
     source_table: str | None = None,
 ) -> SilverBatch:
-    """De-duplicates, checks and routes a checked frame to silver tables and quarantine.
+    """De-duplicates, checks and routes a checked frame to silver tables and quarantine:
+    `split(judge(...))`.
 
     Routing is by event type (the discriminator, or the subject without one). Re-processing
     a range with the same `existing`, `run_id` and `now` gives the same rows.
@@ -131,6 +151,30 @@ def route(
     Raises:
         ValueError: `now` is naive or `run_id` empty.
     """
+    judged = judge(checked, contract, existing, run_id=run_id, now=now)
+    return split(judged, contract, now=now, source_table=source_table)
+
+
+def judge(
+    checked: DataFrame,
+    contract: Contract,
+    existing: DataFrame | None = None,
+    *,
+    run_id: str,
+    now: dt.datetime,
+) -> DataFrame:
+    """Every row of a checked frame, de-duplicated and judged: `SilverBatch.judged`.
+
+    Arguments as `route`'s. A caller that computes the result once (`localCheckpoint`) and
+    hands it to `split` has every output of the batch read it.
+
+    Returns:
+        The checked frame with `failed_rules` (every broken rule, any severity),
+        `quarantined`, `run_id` and `processed_at`.
+
+    Raises:
+        ValueError: `now` is naive or `run_id` empty.
+    """
     _check_arguments(now, run_id)
     frame = mark_duplicates(checked, contract, existing)
     broken = violations(contract)
@@ -139,7 +183,7 @@ def route(
     quarantined = F.lit(False)
     for column in stopping:
         quarantined = quarantined | column
-    frame = frame.withColumns(
+    return frame.withColumns(
         {
             "failed_rules": failed_rules(contract),
             QUARANTINED: quarantined,
@@ -147,14 +191,32 @@ def route(
             "processed_at": F.lit(now),
         }
     )
+
+
+def split(
+    judged: DataFrame,
+    contract: Contract,
+    *,
+    now: dt.datetime,
+    source_table: str | None = None,
+) -> SilverBatch:
+    """The silver rows per event type, the quarantine and the candidates of a judged frame
+    (`judge`), each a projection of it.
+
+    Args:
+        judged: what `judge` returned, as is or computed once.
+        contract: the stream's event contract.
+        now: the time of processing (`judge`'s): quarantined_at.
+        source_table: the bronze table, recorded on quarantined rows.
+    """
     tables, candidates = {}, {}
-    spark = checked.sparkSession
+    spark = judged.sparkSession
     for event in contract.event_types:
         schema = silver_schema(event, spark)
-        rows = _candidates(frame, contract, event)
+        rows = _candidates(judged, contract, event)
         candidates[event.name] = rows
         tables[event.name] = rows.where(~F.col(QUARANTINED)).select(*schema.fieldNames()).to(schema)
-    quarantine = frame.where(F.col(QUARANTINED)).select(
+    quarantine = judged.where(F.col(QUARANTINED)).select(
         *SOURCE_COLUMNS,
         "payload",
         F.col(EVENT_ID).alias("event_id"),
@@ -166,7 +228,7 @@ def route(
         F.lit(now).alias("quarantined_at"),
         F.lit(contract_version(contract)).alias("contract_version"),
     )
-    return SilverBatch(tables, quarantine.to(QUARANTINE_SCHEMA), candidates, frame)
+    return SilverBatch(tables, quarantine.to(QUARANTINE_SCHEMA), candidates, judged)
 
 
 def rule_failures(candidates: DataFrame, contract: Contract) -> dict[str, int]:

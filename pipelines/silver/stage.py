@@ -49,12 +49,13 @@ from pipelines.silver.evolution import ColumnChange, OnSchemaChange, TablePlan, 
 from pipelines.silver.expectations import contract_suite, expectation_frame, rule_outcomes
 from pipelines.silver.parse import parse_events
 from pipelines.silver.rejudge_intent import refuse_while_pending
-from pipelines.silver.route import SilverBatch, route, routed_counts
+from pipelines.silver.route import SilverBatch, judge, routed_counts, split
 from pipelines.silver.rule_columns import silver_rules
 from pipelines.silver.schema import QUARANTINE_SCHEMA, silver_schema
 from resources.quality import QualitySuite, ValidationReport
 
 # Runs a suite on a frame: `DataQualityResource.validate_dataframe` with the run's settings.
+# The frames are projections of the judged batch's checkpoint: caching them saves nothing.
 Validate = Callable[[DataFrame, QualitySuite], ValidationReport]
 
 # The check target of rules a row of no declared event type breaks: the quarantine table.
@@ -280,111 +281,97 @@ def run_contract_silver(
     idle = ContractSilverResult(None, None, version, 0, empty, nothing, watermark=watermark)
     if version is None:
         return idle
-    cached: list[DataFrame] = []
-
-    def cache(frame: DataFrame) -> DataFrame:
-        cached.append(frame.cache())
-        return frame
-
-    try:
-        rows = cache(
-            spark.read.format("delta")
-            .option("versionAsOf", version)
-            .load(bronze_path)
-            .where((F.col("stream") == stream) & (F.col("seq") > watermark.position))
-            .select(*BRONZE_SCHEMA.fieldNames())
-        )
-        first, last, count = rows.agg(F.min("seq"), F.max("seq"), F.count("*")).first()
-        if not count:
-            return idle
-        parsed = cache(parse_events(rows, contract))
-        # Every table the stage writes: each event type's (in the contract's order), then
-        # the quarantine (key QUARANTINE). Each table's log is read here (creating the table
-        # if missing), then again only after a merge into it. The counts that let a merge be
-        # skipped are of frames that give the same rows when Spark computes them again
-        # (`merge_new_rows`' `count`).
-        plans = table_plans(
-            contract,
+    rows = (
+        spark.read.format("delta")
+        .option("versionAsOf", version)
+        .load(bronze_path)
+        .where((F.col("stream") == stream) & (F.col("seq") > watermark.position))
+        .select(*BRONZE_SCHEMA.fieldNames())
+    )
+    first, last, count = rows.agg(F.min("seq"), F.max("seq"), F.count("*")).first()
+    if not count:
+        return idle
+    # Every table the stage writes: each event type's (in the contract's order), then
+    # the quarantine (key QUARANTINE). Each table's log is read here (creating the table
+    # if missing), then again only after a merge into it. The counts that let a merge be
+    # skipped are of frames that give the same rows when Spark computes them again
+    # (`merge_new_rows`' `count`).
+    plans = table_plans(
+        contract,
+        spark,
+        table_paths=table_paths,
+        quarantine_path=quarantine_path,
+        quarantine_name=quarantine_name or quarantine_table(stream),
+        policy=policy,
+    )
+    paths = {target: plan.path for target, plan in plans.items()}
+    schemas = {target: plan.schema for target, plan in plans.items()}
+    # Each table made to fit the contract (created, or evolved) before any row is
+    # written; a change the policy refuses stops the run here, with nothing written.
+    ready = prepare_tables(spark, list(plans.values()), stream=stream)
+    versions = {target: ready[plan.name][0] for target, plan in plans.items()}
+    changes = tuple(c for plan in plans.values() for c in ready[plan.name][1])
+    tables = {target: spark.read.format("delta").load(path) for target, path in paths.items()}
+    quarantined_before = tables.pop(QUARANTINE)
+    # The parsed rows, the prior keys and the judged batch are computed once each and kept
+    # (`localCheckpoint`): every later job reads them, none reads a table again. Cached
+    # frames would not do: a merge drops every cached frame built on the table it writes,
+    # and the judged batch is built on the prior keys, which read the silver tables, so
+    # each merge would have Spark judge the batch again from the bronze read on. A
+    # checkpoint is one request and needs no release: Spark frees it once nothing refers to
+    # its frame (docs/silver.md).
+    parsed = parse_events(rows, contract).localCheckpoint()
+    keys = F.broadcast(event_keys(parsed, contract))
+    prior = colliding_keys(keys, contract, tables, quarantined_before).localCheckpoint()
+    judged = judge(parsed, contract, prior, run_id=run_id, now=now).localCheckpoint()
+    # Every frame below is a projection of the judged batch.
+    batch = split(judged, contract, now=now, source_table=source_table)
+    counts = _count(contract, batch, count)
+    reports = {} if validate is None else _validate(contract, batch.candidates, validate, mostly)
+    expectations = {name: rule_outcomes(report) for name, report in reports.items()}
+    incoming = {**batch.tables, QUARANTINE: batch.quarantine}
+    refuse_while_pending(watermarks.bucket, stage)  # again: one may have begun since
+    merged = {
+        target: merge_new_rows(
             spark,
-            table_paths=table_paths,
-            quarantine_path=quarantine_path,
-            quarantine_name=quarantine_name or quarantine_table(stream),
-            policy=policy,
+            incoming[target],
+            path,
+            schemas[target],
+            seqs=(first, last),
+            count=counts.merging[target],
+            version=versions[target],
         )
-        paths = {target: plan.path for target, plan in plans.items()}
-        schemas = {target: plan.schema for target, plan in plans.items()}
-        # Each table made to fit the contract (created, or evolved) before any row is
-        # written; a change the policy refuses stops the run here, with nothing written.
-        ready = prepare_tables(spark, list(plans.values()), stream=stream)
-        versions = {target: ready[plan.name][0] for target, plan in plans.items()}
-        changes = tuple(c for plan in plans.values() for c in ready[plan.name][1])
-        tables = {target: spark.read.format("delta").load(path) for target, path in paths.items()}
-        quarantined_before = tables.pop(QUARANTINE)
-        keys = F.broadcast(event_keys(parsed, contract))
-        # The prior keys are computed once and kept (`localCheckpoint`), not cached: a merge
-        # drops every cached frame built on the table it writes, and all that is built on
-        # these keys (routing, the candidates, each table's rows) would be computed again,
-        # from the bronze read on, for each merge that follows. A checkpointed frame reads
-        # no table, so what is cached on it stays cached through the merges.
-        prior = colliding_keys(keys, contract, tables, quarantined_before).localCheckpoint()
-        batch = route(parsed, contract, prior, run_id=run_id, now=now, source_table=source_table)
-        # Every frame below is a projection of the routed batch: cached once, they all read
-        # it from the cache.
-        cache(batch.judged)
-        counts = _count(contract, batch, count)
-        reports = (
-            {} if validate is None else _validate(contract, batch.candidates, validate, mostly)
-        )
-        expectations = {name: rule_outcomes(report) for name, report in reports.items()}
-        incoming = {**batch.tables, QUARANTINE: batch.quarantine}
-        refuse_while_pending(watermarks.bucket, stage)  # again: one may have begun since
-        merged = {
-            target: merge_new_rows(
-                spark,
-                incoming[target],
-                path,
-                schemas[target],
-                seqs=(first, last),
-                count=counts.merging[target],
-                version=versions[target],
-            )
-            for target, path in paths.items()
-        }
-        quarantined = merged.pop(QUARANTINE)
-        saved = watermarks.save(
-            watermark.advanced(
-                last,
-                run_id=run_id,
-                now=now,
-                bronze_version=version,
-                bronze_start=first,
-                failures=counts.failures,
-                checked=counts.checked,
-                expectations=expectations,
-            )
-        )
-        return ContractSilverResult(
-            first,
+        for target, path in paths.items()
+    }
+    quarantined = merged.pop(QUARANTINE)
+    saved = watermarks.save(
+        watermark.advanced(
             last,
-            version,
-            count,
-            merged,
-            quarantined,
-            counts.quarantined_by_rule,
-            counts.failures,
-            saved,
-            reports,
-            expectations,
-            counts.checked,
-            changes,
-            {target: plan.fingerprint for target, plan in plans.items()},
+            run_id=run_id,
+            now=now,
+            bronze_version=version,
+            bronze_start=first,
+            failures=counts.failures,
+            checked=counts.checked,
+            expectations=expectations,
         )
-    finally:
-        # The most derived frame first: uncaching a frame makes Spark re-plan each cache
-        # entry built on it whose data is not loaded (over Spark Connect about a second each
-        # on a batch that left frames empty; bench/HISTORY.md, change 5).
-        for frame in reversed(cached):
-            frame.unpersist()
+    )
+    return ContractSilverResult(
+        first,
+        last,
+        version,
+        count,
+        merged,
+        quarantined,
+        counts.quarantined_by_rule,
+        counts.failures,
+        saved,
+        reports,
+        expectations,
+        counts.checked,
+        changes,
+        {target: plan.fingerprint for target, plan in plans.items()},
+    )
 
 
 @dataclass(frozen=True)

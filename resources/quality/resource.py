@@ -65,6 +65,7 @@ class DataQualityResource(ConfigurableResource):
         *,
         evaluated_at: dt.datetime,
         meta: dict[str, Any] | None = None,
+        cache: bool | None = None,
     ) -> ValidationReport:
         """Validates `df` against `suite` with this resource's settings.
 
@@ -73,6 +74,10 @@ class DataQualityResource(ConfigurableResource):
             suite: the checks.
             evaluated_at: the clock, recorded in the report.
             meta: extra JSON-serialisable values for the report (e.g. the Dagster run id).
+            cache: persist `df` while GX runs on Spark; None: `cache_frame`. False suits a
+                frame Spark already holds computed (a projection of a `localCheckpoint`,
+                as the silver stage's are): persisting it would cost two requests and save
+                nothing.
 
         Returns:
             The report; see `validate_dataframe` (the function) for the details.
@@ -86,7 +91,7 @@ class DataQualityResource(ConfigurableResource):
             evaluated_at=evaluated_at,
             sample_size=self.sample_size,
             result_format=self.result_format,
-            cache=self.cache_frame,
+            cache=self.cache_frame if cache is None else cache,
             meta=meta,
             pandas_max_rows=self.pandas_max_rows,
         )

@@ -18,7 +18,7 @@ from typing import NamedTuple
 import pytest
 
 from pipelines.file_trash.generator import GOOD, generate_event_mix
-from pipelines.silver.route import judged_rows, routed_counts
+from pipelines.silver.route import candidate_columns, judged_rows, routed_counts
 from tests.pipelines.file_trash.test_generator import RULE_OF_KIND
 from tests.pipelines.file_trash.test_silver import (
     CONTRACT,
@@ -271,6 +271,13 @@ def test_one_aggregate_counts_what_each_frame_counts_alone(batch):
     # The cases hold rows of each type kept and quarantined, and rows of no declared type.
     assert all(0 < t.kept < t.rows for t in typed.values())
     assert quarantined.rows > sum(t.rows - t.kept for t in typed.values())
+
+
+def test_the_candidates_columns_are_known_without_asking_spark(batch):
+    for event in CONTRACT.event_types:
+        derived = [d.name for d in event.derived]
+        assert batch.candidates[event.name].columns == candidate_columns(event) + derived
+    assert any(event.derived for event in CONTRACT.event_types)
 
 
 def test_kept_rows_are_typed_as_published(batch):
