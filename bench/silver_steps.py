@@ -12,12 +12,12 @@ Each run prints its wall time and the seconds spent in each step of `pipelines.s
 - `prepare_tables`: each silver and quarantine table made to fit the contract (created if
   missing, evolved if the contract changed), with its version;
 - `_count`: each check's failing rows and each table's incoming rows, one aggregate over
-  the routed batch, which it caches (so it pays for routing);
+  the judged batch's checkpoint;
 - `_validate`: the Great Expectations suites;
 - `merge_new_rows`: the insert-only MERGEs into each table and the quarantine;
-- the rest (`other`): the batch's bounds (the first job on it, which reads and caches its
-  bronze rows), the local checkpoint of the prior keys (which parses the batch and finds
-  them), and the watermark.
+- the rest (`other`): the batch's bounds (the first job, which reads bronze's `seq`), the
+  local checkpoints of the parsed batch, of the prior keys (which reads the silver tables'
+  keys) and of the judged batch (de-duplication, the rules, routing), and the watermark.
 
 `--remote` runs it over a Spark Connect server started as `make dev` starts one (what the
 runs of `make dev` use); without it, a local session in this process. The first runs pay for

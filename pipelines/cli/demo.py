@@ -124,13 +124,15 @@ def provision(js: JetStreamClient) -> str:
 
 # The local Dagster instance (written once; edit it freely afterwards). The run queue runs
 # one run at a time per ingest (tag `jsl/ingest`) and per replay request, so a sensor's
-# backfill pieces go one after another (docs/automation.md).
+# backfill pieces go one after another, and the daemon looks at it every second, not every
+# 5 s (Dagster's default): a requested run waits less (docs/automation.md).
 INSTANCE_YAML = """\
 # Dagster instance of `make dev` / `make demo` (written by pipelines/cli/demo.py if missing).
 run_coordinator:
   module: dagster.core.run_coordinator
   class: QueuedRunCoordinator
   config:
+    dequeue_interval_seconds: 1
     tag_concurrency_limits:
       - key: jsl/ingest
         value: {applyLimitPerUniqueValue: true}
