@@ -22,7 +22,8 @@ from resources.jetstream import EmbeddedNatsServer, JetStreamClient, JetStreamRe
 # start, which inherit the environment) are tuned for many queries over a few rows each:
 # - C1 only and one GC thread: C2's compilations and parallel GC threads would take the two
 #   cores from the other worker (with expressions interpreted, C2 was no faster: 242 s against
-#   238 s below);
+#   238 s below); each worker's own session JVM, which lives the whole suite, keeps C2
+#   (`session_jvm_conf`);
 # - expressions evaluated interpreted (Spark's `factoryMode` NO_CODEGEN, under which Spark
 #   runs its own expression tests too), not generated and compiled as Java classes per query:
 #   over a few rows the compilation is most of a query's CPU;
@@ -67,40 +68,39 @@ os.environ.setdefault("JSL_SPARK_SHUFFLE_PARTITIONS", "1")
 # let files share a worker, but pytest-xdist 3.8 cannot group under pytest 9: the test ids it
 # renames are not the ones pytest 9 reads.) The files sharing the UI's session webserver may
 # start it on both workers.
-# The slowest files, slowest first (`--durations=0` summed per file, 2026-11-26, before the
-# interpreted expressions): handed out first, so that no worker starts one while the other is
-# almost done.
+# The slowest files, slowest first (`--durations=0` summed per file, 2026-11-26 21:19, on
+# 51f1c21): handed out first, so that no worker starts one while the other is almost done.
 SLOW_FIRST = (
-    "tests/pipelines/silver/test_rejudge.py",  # 796 s
-    "tests/pipelines/cli/test_demo.py",  # 453 s
-    "tests/pipelines/silver/test_rejudge_killed.py",  # 340 s
-    "tests/ui/test_cli.py",  # 315 s
-    "tests/cluster/test_spark_connect.py",  # 315 s
-    "tests/assets/test_contract_silver.py",  # 301 s
-    "tests/pipelines/silver/test_evolution.py",  # 268 s
-    "tests/pipelines/silver/test_stage.py",  # 234 s
-    "tests/assets/test_nothing_new_skips_spark.py",  # 219 s
-    "tests/test_file_trash_end_to_end.py",  # 193 s
-    "tests/pipelines/ingest/test_cluster.py",  # 167 s
-    "tests/test_install.py",  # 167 s
-    "tests/assets/test_stage_with_nothing_new.py",  # 165 s
-    "tests/pipelines/components/test_orders_end_to_end.py",  # 160 s
-    "tests/pipelines/lakehouse/test_refresh.py",  # 153 s
-    "tests/pipelines/wiring/test_maintenance.py",  # 148 s
-    "tests/pipelines/silver/test_gold_after_change.py",  # 147 s
-    "tests/pipelines/components/test_json_schema_end_to_end.py",  # 134 s
-    "tests/pipelines/cli/commands/test_rejudge_command.py",  # 122 s
-    "tests/pipelines/silver/test_expectations.py",  # 118 s
-    "tests/pipelines/silver/test_nothing_to_process.py",  # 111 s
-    "tests/pipelines/components/test_asyncapi_end_to_end.py",  # 99 s
-    "tests/pipelines/file_trash/test_silver_stage.py",  # 93 s
-    "tests/pipelines/file_trash/test_gold_stage.py",  # 90 s
-    "tests/ui/test_webserver.py",  # 89 s
-    "tests/cluster/test_spark_standalone.py",  # 88 s
-    "tests/pipelines/file_trash/test_silver.py",  # 87 s
-    "tests/pipelines/silver/test_drift.py",  # 86 s
-    "tests/pipelines/ingest/test_crash_recovery.py",  # 74 s
-    "tests/pipelines/wiring/test_rejudge_job.py",  # 62 s
+    "tests/pipelines/silver/test_rejudge.py",  # 262 s
+    "tests/ui/test_cli.py",  # 214 s
+    "tests/cluster/test_spark_connect.py",  # 201 s
+    "tests/pipelines/cli/test_demo.py",  # 188 s
+    "tests/pipelines/ingest/test_cluster.py",  # 176 s
+    "tests/pipelines/silver/test_rejudge_killed.py",  # 143 s
+    "tests/pipelines/silver/test_evolution.py",  # 141 s
+    "tests/pipelines/wiring/test_maintenance.py",  # 107 s
+    "tests/pipelines/lakehouse/test_refresh.py",  # 107 s
+    "tests/assets/test_contract_silver.py",  # 92 s
+    "tests/test_install.py",  # 91 s
+    "tests/pipelines/components/test_orders_end_to_end.py",  # 78 s
+    "tests/cluster/test_spark_standalone.py",  # 75 s
+    "tests/pipelines/components/test_json_schema_end_to_end.py",  # 72 s
+    "tests/pipelines/file_trash/test_silver.py",  # 71 s
+    "tests/assets/test_nothing_new_skips_spark.py",  # 70 s
+    "tests/pipelines/ingest/test_crash_recovery.py",  # 66 s
+    "tests/resources/test_quality_engines.py",  # 64 s
+    "tests/pipelines/silver/test_stage.py",  # 58 s
+    "tests/assets/test_stage_with_nothing_new.py",  # 58 s
+    "tests/test_file_trash_end_to_end.py",  # 50 s
+    "tests/pipelines/silver/test_gold_after_change.py",  # 49 s
+    "tests/pipelines/components/test_stream_component.py",  # 49 s
+    "tests/pipelines/cli/commands/test_rejudge_command.py",  # 49 s
+    "tests/ui/test_webserver.py",  # 43 s
+    "tests/resources/test_spark.py",  # 43 s
+    "tests/pipelines/components/test_asyncapi_end_to_end.py",  # 42 s
+    "tests/pipelines/silver/test_drift.py",  # 40 s
+    "tests/pipelines/file_trash/test_gold_stage.py",  # 37 s
+    "tests/ui/test_asset_graph.py",  # 33 s
 )
 
 
@@ -136,13 +136,32 @@ def unique_name(request: pytest.FixtureRequest) -> str:
     return f"T_{uuid.uuid4().hex[:8]}"
 
 
+C1_ONLY = "-XX:TieredStopAtLevel=1"
+
+
+def session_jvm_conf() -> dict[str, str]:
+    """The session JVM's options: the tests' (`JSL_SPARK_CONF`) without C1_ONLY, if they have
+    it. Unlike the JVMs of runs, children and servers, which live a minute or two, each
+    worker's session JVM runs queries for the whole suite, long enough for C2's compiled code
+    to pay for its compilations."""
+    options = json.loads(os.environ.get("JSL_SPARK_CONF") or "{}").get(
+        "spark.driver.extraJavaOptions", ""
+    )
+    if C1_ONLY not in options.split():
+        return {}
+    kept = " ".join(option for option in options.split() if option != C1_ONLY)
+    return {"spark.driver.extraJavaOptions": kept}
+
+
 @pytest.fixture(scope="session")
 def spark():
     """One SparkSession with Delta for the whole test session (UI off)."""
     from resources.spark import SparkResource
 
     session = SparkResource(
-        ui_enabled=False, shuffle_partitions=int(os.environ["JSL_SPARK_SHUFFLE_PARTITIONS"])
+        ui_enabled=False,
+        shuffle_partitions=int(os.environ["JSL_SPARK_SHUFFLE_PARTITIONS"]),
+        extra_conf=session_jvm_conf(),
     ).get_session()
     yield session
     session.stop()
