@@ -23,7 +23,9 @@ from resources.jetstream import EmbeddedNatsServer, JetStreamClient, JetStreamRe
 # - C1 only and one GC thread: C2's compilations and parallel GC threads would take the two
 #   cores from the other worker (with expressions interpreted, C2 was no faster: 242 s against
 #   238 s below); each worker's own session JVM, which lives the whole suite, keeps C2
-#   (`session_jvm_conf`);
+#   (`session_jvm_conf`): the whole suite took 1740 s before, 1448 s with it and the order
+#   of SLOW_FIRST below (2026-11-26, one run each; the files on the session JVMs 20-45%
+#   faster, those starting JVMs of their own 5-25% slower);
 # - expressions evaluated interpreted (Spark's `factoryMode` NO_CODEGEN, under which Spark
 #   runs its own expression tests too), not generated and compiled as Java classes per query:
 #   over a few rows the compilation is most of a query's CPU;

@@ -2,11 +2,11 @@
 maintenance (OPTIMIZE, VACUUM), and what a table's log says (exists, version, history).
 
 Everything here is Spark SQL on `delta.`<path>`` (`DESCRIBE HISTORY`, `MERGE INTO`,
-`OPTIMIZE`, `VACUUM`) and DataFrame reads and writes (and, for a local table's version, its
-log's listing), never the `DeltaTable` Python API, so it works the same in a classic session
-and over Spark Connect (`SPARK_REMOTE`): no Delta Connect server plugin resolves from Maven
-Central for Spark 4.2 / Delta 4.4, and a plain Spark Connect server with Delta's SQL
-extension runs all of these.
+`OPTIMIZE`, `VACUUM`) and DataFrame reads and writes (and, for a local table's version,
+properties and schema, its log), never the `DeltaTable` Python API, so it works the same in
+a classic session and over Spark Connect (`SPARK_REMOTE`): no Delta Connect server plugin
+resolves from Maven Central for Spark 4.2 / Delta 4.4, and a plain Spark Connect server
+with Delta's SQL extension runs all of these.
 
 Silver tables are keyed on the bronze row they came from, (stream, seq), and written with an
 insert-only MERGE, so processing a bronze range twice leaves the same rows, and with the
