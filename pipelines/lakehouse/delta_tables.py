@@ -16,9 +16,9 @@ change data feed on, so gold can read only what changed (`pipelines.lakehouse.re
 from __future__ import annotations
 
 import os
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypeVar
 
 from pyspark.errors import AnalysisException
 from pyspark.sql import DataFrame, Row, SparkSession
@@ -27,6 +27,7 @@ from pyspark.sql.types import ArrayType, DataType, MapType, StructField, StructT
 from pipelines.lakehouse.delta_log import TableLogError, read_table_state, read_table_version
 
 SOURCE_KEY = ("stream", "seq")
+_Answer = TypeVar("_Answer")
 
 # What Spark and Delta answer for a path that holds no Delta table (no directory, or one
 # without a `_delta_log`).
@@ -73,15 +74,23 @@ def table_version(spark: SparkSession, path: str) -> int | None:
     finds no table there (this process may not see the directory Spark writes), Spark says
     (`DESCRIBE HISTORY`).
     """
-    if _local(path):
-        try:
-            version = read_table_version(path)
-        except TableLogError:
-            version = None
-        if version is not None:
-            return version
+    version = _from_log(read_table_version, path)
+    if version is not None:
+        return version
     last = last_commit(spark, path)
     return None if last is None else last["version"]
+
+
+def _from_log(read: Callable[[str], _Answer | None], path: str) -> _Answer | None:
+    """What `read` (a `delta_log` reader) finds in the log of the table at `path`: None when
+    the path is not absolute local or a `file:` URI, holds no table, or its log cannot be
+    read here (Spark decides then)."""
+    if not _local(path):
+        return None
+    try:
+        return read(path)
+    except TableLogError:
+        return None
 
 
 def _local(path: str) -> bool:
@@ -121,14 +130,10 @@ def live_table(spark: SparkSession, path: str) -> LiveTable | None:
     TBLPROPERTIES` and the schema of a read, which a commit between them could make of two
     versions.
     """
-    if _local(path):
-        try:
-            state = read_table_state(path)
-        except TableLogError:
-            state = None
-        if state is not None:
-            schema = _without_delta_metadata(state.struct_type())
-            return LiveTable(state.version, dict(state.properties), schema)
+    state = _from_log(read_table_state, path)
+    if state is not None:
+        schema = _without_delta_metadata(state.struct_type())
+        return LiveTable(state.version, dict(state.properties), schema)
     last = last_commit(spark, path)
     if last is None:
         return None

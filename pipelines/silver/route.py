@@ -83,6 +83,9 @@ def _with_derived(rows: DataFrame, event: EventType, columns: Sequence[str]) -> 
     return rows
 
 
+_JUDGED = ("run_id", "processed_at", "failed_rules", QUARANTINED)  # columns `judge` adds
+
+
 def candidate_columns(event: EventType) -> list[str]:
     """The columns of `event`'s candidates (`SilverBatch.candidates`) before its derived
     ones, known without asking Spark (over Spark Connect a frame's `columns` is a request)."""
@@ -94,9 +97,6 @@ def candidate_columns(event: EventType) -> list[str]:
         *_JUDGED,
         "contract_version",
     ]
-
-
-_JUDGED = ("run_id", "processed_at", "failed_rules", QUARANTINED)
 
 
 def _candidates(frame: DataFrame, contract: Contract, event: EventType) -> DataFrame:
