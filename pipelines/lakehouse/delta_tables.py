@@ -3,10 +3,10 @@ maintenance (OPTIMIZE, VACUUM), and what a table's log says (exists, version, hi
 
 Everything here is Spark SQL on `delta.`<path>`` (`DESCRIBE HISTORY`, `MERGE INTO`,
 `OPTIMIZE`, `VACUUM`) and DataFrame reads and writes (and, for a local table's version,
-properties and schema, its log), never the `DeltaTable` Python API, so it works the same in
-a classic session and over Spark Connect (`SPARK_REMOTE`): no Delta Connect server plugin
-resolves from Maven Central for Spark 4.2 / Delta 4.4, and a plain Spark Connect server
-with Delta's SQL extension runs all of these.
+properties, schema and row count, its log), never the `DeltaTable` Python API, so it works
+the same in a classic session and over Spark Connect (`SPARK_REMOTE`): no Delta Connect
+server plugin resolves from Maven Central for Spark 4.2 / Delta 4.4, and a plain Spark
+Connect server with Delta's SQL extension runs all of these.
 
 Silver tables are keyed on the bronze row they came from, (stream, seq), and written with an
 insert-only MERGE, so processing a bronze range twice leaves the same rows, and with the
@@ -24,7 +24,12 @@ from pyspark.errors import AnalysisException
 from pyspark.sql import DataFrame, Row, SparkSession
 from pyspark.sql.types import ArrayType, DataType, MapType, StructField, StructType
 
-from pipelines.lakehouse.delta_log import TableLogError, read_table_state, read_table_version
+from pipelines.lakehouse.delta_log import (
+    TableLogError,
+    read_table_files,
+    read_table_state,
+    read_table_version,
+)
 
 SOURCE_KEY = ("stream", "seq")
 _Answer = TypeVar("_Answer")
@@ -79,6 +84,22 @@ def table_version(spark: SparkSession, path: str) -> int | None:
         return version
     last = last_commit(spark, path)
     return None if last is None else last["version"]
+
+
+def table_rows(spark: SparkSession, path: str) -> int | None:
+    """The rows of the table's current version, or None if there is no table yet.
+
+    A table at an absolute local path (or a `file:` URI) is counted from its log
+    (`delta_log.read_table_files`: each live file's `numRecords` statistic, less the rows
+    its deletion vector removes), with no Spark job. Otherwise, when the log finds no table
+    there, and when a file has no statistic, Spark counts.
+    """
+    files = _from_log(read_table_files, path)
+    if files is not None and files.rows is not None:
+        return files.rows
+    if files is None and not table_exists(spark, path):
+        return None
+    return spark.read.format("delta").load(path).count()
 
 
 def _from_log(read: Callable[[str], _Answer | None], path: str) -> _Answer | None:

@@ -271,3 +271,21 @@ class Unasked:
 
     def __getattr__(self, name: str):
         raise AssertionError(f"Spark was asked ({name}) for a table its log answers")
+
+
+def test_a_local_tables_rows_come_from_its_log_and_equal_sparks_count(
+    spark, table_root, monkeypatch
+):
+    path = create(spark, table_root / "t", **{"delta.enableDeletionVectors": "true"})
+    for _ in range(3):
+        append(spark, path)  # 1, 2, 3, 4 rows
+    sql(spark, "INSERT INTO {table} VALUES (2, 'two'), (3, 'three')", path)  # one file
+    sql(spark, "DELETE FROM {table} WHERE n = 2", path)  # a deletion vector on that file
+    counted = spark.read.format("delta").load(path).count()
+
+    assert "deletionVector" in (Path(path) / "_delta_log" / f"{5:020}.json").read_text()
+    from_log = delta_tables.table_rows(Unasked(), path)
+    monkeypatch.setattr(delta_tables, "_local", lambda path: False)
+
+    assert from_log == counted == delta_tables.table_rows(spark, path)
+    assert delta_tables.table_rows(spark, str(table_root / "missing")) is None
