@@ -24,13 +24,16 @@ and how that time splits, per event, at the median:
   the ingest);
 - bronze commit -> silver commit, and of it, for silver made in the ingest run itself (the
   stream sensor's runs take silver too, `silver_in_ingest_run`), the silver step;
+- for an event a run that keeps going (`follow_seconds`, `assets.follow`) took in a further
+  batch: publish -> bronze commit (no run was created or started for it);
 - for silver made in a run of its own (the automation sensor's): bronze commit -> silver run
   created (the sensor's evaluation), silver run created -> started, silver run started ->
   silver commit (the run process, Spark start, the silver stage);
 
 and the ingest and silver runs' wall times (the per-run fixed cost at this rate; an ingest
-run includes its silver step, a silver run any downstream step the automation sensor
-requested with it), with the
+run includes its silver step and, when it keeps going, its further batches; a silver run
+any downstream step the automation sensor requested with it), how many bronze batches the
+ingest runs took and how many of them were further batches, with the
 split of each run from its event log: queued, launch and code location load, resources, each
 step. `--trace` prints the last ingest and silver runs' event logs. At the end, the benchmark
 waits for the run that made silver's last commit to finish before it stops the daemon.
@@ -140,13 +143,16 @@ def percentiles(values: list[float]) -> dict[str, float | None]:
 
 
 def run_times(instance, key: tuple[str, str]) -> list[tuple[float, dict]]:
-    """Each materialisation of `key`: its time and its run's create/start/end times."""
+    """Each materialisation of `key`: its time, its run's create/start/end times, and which
+    batch of its run it is (`batch_of_run`: 2, 3, ... for a run that keeps going)."""
     from dagster import AssetKey
 
     found = []
     records = instance.fetch_materializations(AssetKey(list(key)), limit=10_000).records
     for record in records:
         run = instance.get_run_record_by_id(record.run_id)
+        metadata = record.asset_materialization.metadata if record.asset_materialization else {}
+        batch = metadata.get("batch_of_run")
         found.append(
             (
                 record.timestamp,
@@ -155,6 +161,7 @@ def run_times(instance, key: tuple[str, str]) -> list[tuple[float, dict]]:
                     "started": run.start_time,
                     "ended": run.end_time,
                     "run_id": record.run_id,
+                    "batch": batch.value if batch is not None else 1,
                 },
             )
         )
@@ -323,7 +330,7 @@ def main(argv: list[str] | None = None) -> dict[str, object]:
                 follower.join()
                 stop_group(daemon)
         bronze_runs, silver_runs = run_times(instance, BRONZE), run_times(instance, SILVER)
-        ingest_run_ids = {run["run_id"] for _, run in bronze_runs}
+        ingest_run_ids = sorted({run["run_id"] for _, run in bronze_runs})
         own_silver_runs = [item for item in silver_runs if item[1]["run_id"] not in ingest_run_ids]
         segments: dict[str, list[float]] = {
             name: []
@@ -333,6 +340,7 @@ def main(argv: list[str] | None = None) -> dict[str, object]:
                 "publish_to_ingest_run_created",
                 "ingest_run_created_to_started",
                 "ingest_run_started_to_bronze_commit",
+                "further_batch_publish_to_bronze_commit",
                 "bronze_commit_to_silver_commit",
                 "silver_in_ingest_run_bronze_commit_to_silver_commit",
                 "bronze_commit_to_silver_run_created",
@@ -351,7 +359,9 @@ def main(argv: list[str] | None = None) -> dict[str, object]:
             segments["publish_to_silver"].append(in_silver - sent)
             segments["publish_to_bronze"].append(in_bronze - sent)
             ingest, refine = run_of(in_bronze, bronze_runs), run_of(in_silver, silver_runs)
-            if ingest and ingest["started"]:
+            if ingest and ingest["batch"] > 1:  # taken by a run that kept going
+                segments["further_batch_publish_to_bronze_commit"].append(in_bronze - sent)
+            elif ingest and ingest["started"]:
                 segments["publish_to_ingest_run_created"].append(ingest["created"] - sent)
                 segments["ingest_run_created_to_started"].append(
                     ingest["started"] - ingest["created"]
@@ -377,8 +387,9 @@ def main(argv: list[str] | None = None) -> dict[str, object]:
                 )
 
         def durations(runs: list[tuple[float, dict]]) -> dict[str, float | None]:
-            walls = [r["ended"] - r["started"] for _, r in runs if r["started"] and r["ended"]]
-            return percentiles(walls)
+            ended = [r for _, r in runs if r["started"] and r["ended"]]
+            walls = {r["run_id"]: r["ended"] - r["started"] for r in ended}  # once per run
+            return percentiles(list(walls.values()))
 
         results = {
             "started": stamp,
@@ -389,9 +400,11 @@ def main(argv: list[str] | None = None) -> dict[str, object]:
             "visible_in_silver": sum(1 for e in good if e in silver.seen),
             "segments_s": {name: percentiles(values) for name, values in segments.items()},
             "ingest_runs": {
-                "count": len(bronze_runs),
+                "count": len({r["run_id"] for _, r in bronze_runs}),
+                "batches": len(bronze_runs),
+                "further_batches": sum(1 for _, r in bronze_runs if r["batch"] > 1),
                 "wall_s": durations(bronze_runs),
-                "phases_s": phase_percentiles(instance, [r["run_id"] for _, r in bronze_runs]),
+                "phases_s": phase_percentiles(instance, ingest_run_ids),
             },
             "silver_in_ingest_runs": len(silver_runs) - len(own_silver_runs),
             "silver_runs": {
@@ -416,7 +429,12 @@ def main(argv: list[str] | None = None) -> dict[str, object]:
     print(f"{results['visible_in_silver']:,} of {len(good):,} good events visible in silver")
     for name, figures in results["segments_s"].items():
         print(f"  {name:40s} p50 {figures['p50']}  p95 {figures['p95']}  max {figures['max']}")
-    print(f"  silver materialised in {results['silver_in_ingest_runs']} ingest run(s)")
+    ingest_runs = results["ingest_runs"]
+    print(
+        f"  silver materialised {results['silver_in_ingest_runs']} time(s) in ingest runs; "
+        f"{ingest_runs['batches']} bronze batches, {ingest_runs['further_batches']} of them "
+        "further batches of a run that kept going"
+    )
     for kind in ("ingest_runs", "silver_runs"):
         wall = results[kind]["wall_s"]
         print(f"  {kind}: {results[kind]['count']}, wall p50 {wall['p50']} s, max {wall['max']} s")
