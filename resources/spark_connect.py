@@ -60,6 +60,7 @@ def server_command(settings: SparkSettings, port: int) -> list[str]:
     conf.pop("spark.driver.memory")  # --driver-memory: the launcher sizes the JVM with it
     conf["spark.connect.grpc.binding.address"] = LOOPBACK
     conf["spark.connect.grpc.binding.port"] = str(port)
+    conf.setdefault("spark.scheduler.mode", "FAIR")
     command = [str(SPARK_SUBMIT), "--class", SERVER_CLASS, "--name", "jsl-connect-server"]
     command += ["--master", settings.master, "--driver-memory", settings.driver_memory]
     for key, value in conf.items():
