@@ -1,11 +1,16 @@
 """Bronze assets: one per `IngestSpec`, each landing a durable consumer's messages in Delta."""
 
+import logging
+from collections.abc import Callable
+from dataclasses import dataclass
+
 from dagster import (
     AssetExecutionContext,
     AssetKey,
     AssetsDefinition,
     AssetSpec,
     Config,
+    DagsterLogManager,
     MaterializeResult,
     MetadataValue,
     TableColumn,
@@ -13,6 +18,7 @@ from dagster import (
     asset,
 )
 from pydantic import Field
+from pyspark.sql import SparkSession
 
 from assets.nothing_new import finding_metadata
 from pipelines.ingest.bronze import BRONZE_SCHEMA
@@ -21,8 +27,8 @@ from pipelines.ingest.idle import nothing_to_land
 from pipelines.ingest.options import IngestRunOptions
 from pipelines.ingest.run import ingest
 from pipelines.ingest.spec import IngestSpec
-from pipelines.lakehouse.delta_tables import table_exists
-from resources.jetstream import JetStreamResource, StreamSpec
+from pipelines.lakehouse.delta_tables import table_rows
+from resources.jetstream import JetStreamClient, JetStreamResource, StreamSpec
 from resources.lakehouse import TABLE_METADATA_KEY, LakehouseResource
 from resources.spark import SparkResource
 
@@ -31,13 +37,6 @@ BRONZE_COLUMN_SCHEMA = TableSchema(
         TableColumn(f.name, f.dataType.simpleString(), constraints=None) for f in BRONZE_SCHEMA
     ]
 )
-
-
-def count_rows(session, path: str) -> int | None:
-    """Rows in the Delta table at `path`, or None if there is no table yet."""
-    if not table_exists(session, path):
-        return None
-    return session.read.format("delta").load(path).count()
 
 
 def stream_asset_key(stream: str) -> AssetKey:
@@ -119,38 +118,82 @@ def build_bronze_asset(
     ) -> MaterializeResult:
         """Lands the consumer's next range in the bronze Delta table, exactly once; with
         nothing new (found without Spark), reports so without starting Spark."""
-        client = jetstream.get_client()
-        path = lakehouse.table_path(spec.table)
-        checkpoints = client.create_key_value(spec.checkpoint_bucket_spec())
-        idle = nothing_to_land(client, spec, path, checkpoints=checkpoints, until=config.end_seq)
-        if idle is not None:
-            context.log.info(idle.finding.describe())
-            metadata = ingest_metadata(idle.result, idle.rows, path)
-            return MaterializeResult(metadata={**metadata, **finding_metadata(idle.finding)})
-        session = spark.get_session()
-        result = ingest(
-            client,
-            session,
-            spec,
-            path,
-            checkpoints=checkpoints,
+        landed = land(
+            client=jetstream.get_client(),
+            session=spark.get_session,
+            spec=spec,
+            path=lakehouse.table_path(spec.table),
             run_id=context.run.run_id,
-            options=IngestRunOptions(until=config.end_seq),
+            until=config.end_seq,
+            log=context.log,
         )
-        if result.start is None:
-            context.log.info(f"{spec.stream}/{spec.durable}: nothing new")
-        else:
-            context.log.info(
-                f"{spec.table}: range {result.start}-{result.end}, {result.messages} messages "
-                f"(Delta v{result.delta_version}"
-                + ("" if result.written else ", already committed: skipped")
-                + f"); consumer {spec.durable!r} ack floor {result.ack_floor}, lag {result.lag}"
-            )
-        metadata = ingest_metadata(result, count_rows(session, path), path)
-        metadata["nothing_new"] = MetadataValue.bool(result.start is None)
-        return MaterializeResult(metadata=metadata)
+        return MaterializeResult(metadata=landed.metadata)
 
     return bronze_asset
+
+
+@dataclass(frozen=True)
+class Landed:
+    """One landing of an ingest's next range (`land`).
+
+    Attributes:
+        result: what the ingest did; None when it found nothing new without Spark.
+        metadata: the bronze materialisation's metadata.
+    """
+
+    result: IngestResult | None
+    metadata: dict[str, MetadataValue]
+
+    @property
+    def took_rows(self) -> bool:
+        """Whether it landed a range (or found one already committed and moved past it)."""
+        return self.result is not None and self.result.start is not None
+
+
+def land(
+    *,
+    client: JetStreamClient,
+    session: Callable[[], SparkSession],
+    spec: IngestSpec,
+    path: str,
+    run_id: str,
+    until: int | None,
+    log: logging.Logger | DagsterLogManager,
+) -> Landed:
+    """Lands `spec`'s next range (up to `until`) in its bronze table at `path`, exactly once.
+
+    With nothing new (found without Spark: `pipelines.ingest.idle`), `session` is not called
+    and the result is None. The bronze asset's runs call it once; an ingest run that keeps
+    going (`assets.follow`) once per batch.
+    """
+    checkpoints = client.create_key_value(spec.checkpoint_bucket_spec())
+    idle = nothing_to_land(client, spec, path, checkpoints=checkpoints, until=until)
+    if idle is not None:
+        log.info(idle.finding.describe())
+        metadata = ingest_metadata(idle.result, idle.rows, path)
+        return Landed(None, {**metadata, **finding_metadata(idle.finding)})
+    spark = session()
+    result = ingest(
+        client,
+        spark,
+        spec,
+        path,
+        checkpoints=checkpoints,
+        run_id=run_id,
+        options=IngestRunOptions(until=until),
+    )
+    if result.start is None:
+        log.info(f"{spec.stream}/{spec.durable}: nothing new")
+    else:
+        log.info(
+            f"{spec.table}: range {result.start}-{result.end}, {result.messages} messages "
+            f"(Delta v{result.delta_version}"
+            + ("" if result.written else ", already committed: skipped")
+            + f"); consumer {spec.durable!r} ack floor {result.ack_floor}, lag {result.lag}"
+        )
+    metadata = ingest_metadata(result, table_rows(spark, path), path)
+    metadata["nothing_new"] = MetadataValue.bool(result.start is None)
+    return Landed(result, metadata)
 
 
 def ingest_metadata(result: IngestResult, rows: int | None, path: str) -> dict[str, MetadataValue]:

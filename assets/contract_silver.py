@@ -36,16 +36,19 @@ after one that passed (docs/lakehouse.md, "A stage with nothing new").
 """
 
 import datetime as dt
+import time
 from collections.abc import Iterator
 from dataclasses import dataclass
 
 from dagster import (
+    AssetCheckEvaluation,
     AssetCheckKey,
     AssetCheckResult,
     AssetCheckSeverity,
     AssetCheckSpec,
     AssetExecutionContext,
     AssetKey,
+    AssetMaterialization,
     AssetsDefinition,
     AssetSpec,
     AutomationCondition,
@@ -56,13 +59,21 @@ from dagster import (
 )
 
 from assets.artifact_metadata import artifact_metadata
+from assets.bronze import land
+from assets.follow import (
+    FOLLOW_TAG,
+    batch_check,
+    batch_materialization,
+    failed_blocking,
+    follow_seconds,
+)
 from assets.nothing_new import finding_metadata
 from assets.table_schema import declared_schema, table_schema
 from pipelines.contract import Contract
 from pipelines.ingest.spec import IngestSpec
 from pipelines.lakehouse.artifacts import ARTIFACTS_BUCKET, StoredArtifact
 from pipelines.lakehouse.delta_log import TableFiles
-from pipelines.lakehouse.delta_tables import table_version
+from pipelines.lakehouse.delta_tables import table_rows, table_version
 from pipelines.lakehouse.watermarks import WatermarkConflictError, WatermarkStore
 from pipelines.silver.artifacts import store_silver_artifacts
 from pipelines.silver.evolution import OnSchemaChange
@@ -103,6 +114,7 @@ class _SilverSettings:
     mostly: float
     policy: Policy
     artifacts_bucket: str | None
+    bronze_key: AssetKey  # the asset of `ingest`'s bronze table
 
     @property
     def stream(self) -> str:
@@ -167,6 +179,7 @@ def build_contract_silver_asset(
         mostly=mostly,
         policy=policy,
         artifacts_bucket=artifacts_bucket,
+        bronze_key=bronze_key,
     )
     specs = _table_specs(silver, bronze_key, group_name, automation_condition)
     checks = rule_checks(contract)
@@ -260,16 +273,79 @@ def _silver_multi_asset(
         quality: DataQualityResource,
     ):
         """Parses, checks, de-duplicates and routes new bronze rows by the event contract;
-        with nothing new (found without Spark), reports so without starting Spark."""
+        with nothing new (found without Spark), reports so without starting Spark. A run
+        tagged `jsl/follow` then keeps landing and taking new batches (`assets.follow`)."""
         client = jetstream.get_client()
         idle = _nothing_to_process(silver, client, lakehouse)
         if idle is not None:
-            yield from _report_idle(silver, checks, context, lakehouse, idle)
-            return
-        session = spark.get_session()
-        yield from _materialise(silver, checks, context, client, session, lakehouse, quality)
+            first = list(_report_idle(silver, checks, context, lakehouse, idle))
+        else:
+            session = spark.get_session()
+            first = _materialise(silver, checks, context, client, session, lakehouse, quality)
+        yield from first
+        seconds = follow_seconds(context, silver.bronze_key)
+        if seconds and not _stops_on(context, first):
+            yield from _follow(silver, checks, context, client, spark, lakehouse, quality, seconds)
 
     return contract_silver
+
+
+def _follow(
+    silver: _SilverSettings,
+    checks: list[RuleCheck],
+    context: AssetExecutionContext,
+    client: JetStreamClient,
+    spark: SparkResource,
+    lakehouse: LakehouseResource,
+    quality: DataQualityResource,
+    seconds: float,
+) -> Iterator[AssetMaterialization | AssetCheckEvaluation]:
+    """Further batches, bronze then silver, while the stream has new messages, for up to
+    `seconds` (`assets.follow`)."""
+    started = time.monotonic()
+    batch = 1
+    while (spent := time.monotonic() - started) < seconds:
+        landed = land(
+            client=client,
+            session=spark.get_session,
+            spec=silver.ingest,
+            path=lakehouse.table_path(silver.ingest.table),
+            run_id=context.run.run_id,
+            until=None,
+            log=context.log,
+        )
+        if not landed.took_rows:
+            context.log.info(f"{silver.stream}: nothing new after batch {batch}; the run ends")
+            return
+        batch += 1
+        context.log.info(
+            f"{silver.stream}: batch {batch} of this run ({spent:.0f} of {seconds:g} s "
+            f"followed, run tag {FOLLOW_TAG})"
+        )
+        bronze = {**landed.metadata, "batch_of_run": MetadataValue.int(batch)}
+        yield AssetMaterialization(asset_key=silver.bronze_key, metadata=bronze)
+        session = spark.get_session()
+        results = _materialise(
+            silver, checks, context, client, session, lakehouse, quality, batch=batch
+        )
+        for result in results:
+            if isinstance(result, MaterializeResult):
+                yield batch_materialization(result, batch)
+            else:
+                yield batch_check(context, result)
+        if _stops_on(context, results):
+            return
+    context.log.info(f"{silver.stream}: {seconds:g} s followed, {batch} batches; the run ends")
+
+
+def _stops_on(context: AssetExecutionContext, results: list) -> bool:
+    """Whether a batch's `results` end the loop: a blocking check failed (logged)."""
+    failed = failed_blocking(results)
+    if failed:
+        context.log.warning(
+            f"blocking check(s) {', '.join(failed)} failed: no further batch in this run"
+        )
+    return bool(failed)
 
 
 def _materialise(
@@ -280,20 +356,26 @@ def _materialise(
     session,
     lakehouse: LakehouseResource,
     quality: DataQualityResource,
-) -> Iterator[MaterializeResult | AssetCheckResult]:
-    """Every table's `MaterializeResult`, then the selected checks' results, of one stage run."""
+    batch: int = 1,
+) -> list[MaterializeResult | AssetCheckResult]:
+    """Every table's `MaterializeResult`, then the selected checks' results, of one stage run
+    (the run's `batch`th)."""
     now = dt.datetime.now(dt.UTC)
     paths = {target: lakehouse.table_path(table) for target, table in silver.tables.items()}
     watermarks = WatermarkStore(client.create_key_value(silver.ingest.checkpoint_bucket_spec()))
     result = _run_stage(silver, context, session, watermarks, lakehouse, quality, paths, now)
     context.log.info(_summary(silver.ingest.table, result))
     verdicts = list(_check_results(checks, silver.keys, result, silver.mostly))
-    stored = _store_artifacts(silver, context, client, paths, result, verdicts)
+    stored = _store_artifacts(silver, context, client, paths, result, verdicts, batch)
+    results: list[MaterializeResult | AssetCheckResult] = []
     for target, key in silver.keys.items():  # every table: the asset is not subsettable
         table = _table_now(session, silver.contract, target, paths[target], result)
-        yield _materialization(silver.contract, target, key, paths[target], result, stored, table)
+        results.append(
+            _materialization(silver.contract, target, key, paths[target], result, stored, table)
+        )
     wanted = context.selected_asset_check_keys
-    yield from (v for v in verdicts if AssetCheckKey(v.asset_key, v.check_name) in wanted)
+    results += [v for v in verdicts if AssetCheckKey(v.asset_key, v.check_name) in wanted]
+    return results
 
 
 def _nothing_to_process(
@@ -388,6 +470,7 @@ def _store_artifacts(
     paths: dict[str, str],
     result: ContractSilverResult,
     verdicts: list[AssetCheckResult],
+    batch: int = 1,
 ) -> tuple[StoredArtifact, ...]:
     """The batch's stored artifacts: none if nothing was new, no bucket, or storing failed."""
     if not result.processed or silver.artifacts_bucket is None:
@@ -402,6 +485,7 @@ def _store_artifacts(
             result=result,
             tables={target: (silver.tables[target], paths[target]) for target in silver.tables},
             checks={f"{v.asset_key.to_user_string()}:{v.check_name}": v.passed for v in verdicts},
+            batch=batch,
         )
     except JetStreamError as error:
         # The tables and the watermark have moved: report the batch and checks anyway.
@@ -538,18 +622,21 @@ class _TableNow:
 def _table_now(
     session, contract: Contract, target: str, path: str, result: ContractSilverResult
 ) -> _TableNow:
-    """The table after a stage run, read with Spark: the version the stage read right after
-    its merge (no second read of the log); when it merged nothing, the version it read
-    before its merges; in a run with nothing new, the table's latest. The row count is of
-    the latest version."""
+    """The table after a stage run: the version the stage read right after its merge (no
+    second read of the log); when it merged nothing, the version it read before its merges;
+    in a run with nothing new, the table's latest. The row count is of the latest version,
+    from a local table's log (`table_rows`: no Spark job); the columns are the contract's,
+    with Spark resolving the type of a derived column declared without one."""
     merge = result.quarantine if target == QUARANTINE else result.tables[target]
     version = merge.version if merge.version is not None else table_version(session, path)
-    rows = None
-    if version is not None:
-        rows = session.read.format("delta").load(path).count()
+    rows = None if version is None else table_rows(session, path)
     schema = None
     if target != QUARANTINE:
-        schema = table_schema(silver_schema(contract.event_type(target), session))
+        event = contract.event_type(target)
+        if all(d.type is not None for d in event.derived):
+            schema = declared_schema(event)
+        else:
+            schema = table_schema(silver_schema(event, session))
     return _TableNow(version, rows, schema)
 
 

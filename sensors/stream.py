@@ -27,6 +27,7 @@ from dagster import (
 )
 
 from assets.bronze import bronze_run_config
+from assets.follow import FOLLOW_TAG
 from pipelines.ingest.checkpoint import Checkpoint, CheckpointStore
 from pipelines.ingest.engine import initial_checkpoint
 from pipelines.ingest.plan import StreamPosition, plan_range
@@ -188,7 +189,8 @@ def run_requests(
     assets: Sequence[AssetKey] = (),
 ) -> list[RunRequest]:
     """One run request per range, keyed and tagged (a backfill when there are several), of
-    `assets` when given (see `build_stream_sensor`), else of the whole job.
+    `assets` when given (see `build_stream_sensor`), else of the whole job. A lone range's
+    run is tagged to keep going for `options.follow_seconds` when they are set.
 
     Raises:
         SensorTickError: a range already failed `options.max_retries` times.
@@ -203,6 +205,8 @@ def run_requests(
             tags[PIECE_TAG] = f"{index}/{len(ranges)}"
         if position.planned == (start, end) and position.planned_by:
             tags[RECOVERS_TAG] = position.planned_by
+        if options.follow_seconds and len(ranges) == 1:  # a backfill's pieces each stop
+            tags[FOLLOW_TAG] = str(options.follow_seconds)
         earlier = instance.get_runs(
             RunsFilter(tags={INGEST_TAG: ingest_id, RANGE_TAG: f"{start}-{end}"}, statuses=FINISHED)
         )

@@ -37,6 +37,9 @@ class StreamSensorOptions:
         default_status: whether the sensor runs once deployed.
         name: the sensor's name; None: `<spec.name>_stream_sensor`.
         key_prefix: the bronze asset's key prefix (as given to `build_bronze_asset`).
+        follow_seconds: tag each run of a lone range to keep taking new batches for up to
+            this long once its first is done (`assets.follow`; the job must take silver in
+            the same run); 0: one batch per run.
         clock: the current time (UTC).
 
     Raises:
@@ -52,6 +55,7 @@ class StreamSensorOptions:
     default_status: DefaultSensorStatus = DefaultSensorStatus.STOPPED
     name: str | None = None
     key_prefix: str = "bronze"
+    follow_seconds: int = 0
     clock: Clock = utc_now
 
     def __post_init__(self) -> None:
@@ -63,6 +67,11 @@ class StreamSensorOptions:
                     f"StreamSensorOptions.{field} must be 1 or more, got "
                     f"{getattr(self, field)!r}{which}"
                 )
+        if self.follow_seconds < 0:
+            raise ValueError(
+                f"StreamSensorOptions.follow_seconds must be 0 (off) or more, got "
+                f"{self.follow_seconds!r}{which}"
+            )
         if not 0 < self.tick_budget < TICK_LIMIT:
             raise ValueError(
                 f"StreamSensorOptions.tick_budget must be more than 0 and less than {TICK_LIMIT} "

@@ -190,6 +190,16 @@ class JetStreamStream(Component, Model, Resolvable):
         "Automation still runs silver after a replay or a bronze run launched alone. false: "
         "silver runs only by automation or when launched.",
     )
+    follow_seconds: int = Field(
+        default=0,
+        ge=0,
+        description="A run the stream sensor launches for the `silver_from` ingest keeps "
+        "going once its first batch is in silver: while the stream has new messages, it "
+        "lands them in bronze and takes them to silver, batch after batch, for up to this "
+        "many seconds (no launch, process start or Spark session per batch: "
+        "docs/automation.md). 0: one batch per run. Needs a contract and "
+        "silver_in_ingest_run.",
+    )
     check_mostly: float = Field(
         default=1.0,
         gt=0,
@@ -375,9 +385,20 @@ class JetStreamStream(Component, Model, Resolvable):
                 jobs = [self.rejudge_job(contract, ingests)]
             if self.silver_in_ingest_run:
                 keys = tuple(sorted(silver[0].keys, key=AssetKey.to_user_string))
+                follow = self.follow_seconds
                 ingests = [
-                    replace(i, same_run=keys) if i.spec.name == source.name else i for i in ingests
+                    replace(i, same_run=keys, follow_seconds=follow)
+                    if i.spec.name == source.name
+                    else i
+                    for i in ingests
                 ]
+        if self.follow_seconds and (contract is None or not self.silver_in_ingest_run):
+            raise site.error(
+                f"stream {name!r}: follow_seconds keeps an ingest run taking batches into "
+                "silver, so it needs a contract and silver_in_ingest_run: true; remove "
+                "follow_seconds or declare them",
+                ("follow_seconds",),
+            )
         with site.blames(("ingests",), name):
             stream_defs = build_stream_defs(stream, ingests)
         with site.blames(("aggregates",), name):

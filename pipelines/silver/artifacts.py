@@ -27,9 +27,12 @@ if TYPE_CHECKING:
     from resources.jetstream import JetStreamClient
 
 
-def silver_artifact_asset(stream: str) -> str:
-    """The asset name a stream's silver artifacts are stored under: `silver/<stream lower>`."""
-    return f"silver/{stream.lower()}"
+def silver_artifact_asset(stream: str, batch: int = 1) -> str:
+    """The asset name a stream's silver artifacts are stored under: `silver/<stream lower>`,
+    and `silver/<stream lower>/batch-<n>` for the further batches of a run that keeps going
+    (`assets.follow`)."""
+    asset = f"silver/{stream.lower()}"
+    return asset if batch == 1 else f"{asset}/batch-{batch}"
 
 
 def store_silver_artifacts(
@@ -42,6 +45,7 @@ def store_silver_artifacts(
     result: ContractSilverResult,
     tables: Mapping[str, tuple[str, str]],
     checks: Mapping[str, bool],
+    batch: int = 1,
 ) -> tuple[StoredArtifact, ...]:
     """Stores a processed batch's validation results and reports, then its run manifest.
 
@@ -54,6 +58,7 @@ def store_silver_artifacts(
         result: the batch's outcome (`result.processed` must be true).
         tables: check target (event type, or QUARANTINE) -> (table name, path).
         checks: `<asset key>:<check name>` -> passed, for the manifest.
+        batch: which batch of the run this is (1 unless the run keeps going).
 
     Returns:
         The stored files, then the manifest.
@@ -70,7 +75,7 @@ def store_silver_artifacts(
     for target, (table, path) in tables.items():
         merge = result.quarantine if target == QUARANTINE else result.tables[target]
         states.append(TableState(table, path, merge.version, None, merge.inserted))
-    asset = silver_artifact_asset(stream)
+    asset = silver_artifact_asset(stream, batch)
     manifest = RunManifest(
         run_id=run_id,
         asset=asset,

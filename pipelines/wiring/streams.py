@@ -66,6 +66,9 @@ class BronzeIngest:
             "Freshness and load").
         same_run: assets the ingest's job materialises right after bronze, in the same run
             (the contract's silver: one run per batch instead of two, docs/automation.md).
+        follow_seconds: the stream sensor's runs keep taking new batches, bronze then
+            `same_run`, for up to this long after their first (`assets.follow`); 0: one
+            batch per run. Needs `same_run`: the last asset of the run does the loop.
     """
 
     spec: IngestSpec
@@ -75,6 +78,7 @@ class BronzeIngest:
     replay: bool = False
     sensor_interval: int = DEFAULT_SENSOR_INTERVAL
     same_run: tuple[AssetKey, ...] = ()
+    follow_seconds: int = 0
 
 
 @dataclass(frozen=True)
@@ -131,7 +135,9 @@ def build_stream(
             spec=ingest.spec,
             job=jobs[ingest.spec.name],
             options=StreamSensorOptions(
-                key_prefix=ingest.key_prefix, minimum_interval_seconds=ingest.sensor_interval
+                key_prefix=ingest.key_prefix,
+                minimum_interval_seconds=ingest.sensor_interval,
+                follow_seconds=ingest.follow_seconds,
             ),
             assets=run_assets[ingest.spec.name],
         )
@@ -212,6 +218,12 @@ def _check(stream: StreamSpec, ingests: Sequence[BronzeIngest]) -> None:
     if not ingests:
         raise ValueError(f"stream {stream.name!r}: declare at least one ingest")
     for ingest in ingests:
+        if ingest.follow_seconds and not ingest.same_run:
+            raise ValueError(
+                f"ingest {ingest.spec.name!r}: follow_seconds needs an asset materialised in "
+                "the same run after bronze (same_run, e.g. the contract's silver), which takes "
+                "the further batches"
+            )
         if ingest.spec.stream != stream.name:
             raise ValueError(
                 f"ingest {ingest.spec.name!r} reads stream {ingest.spec.stream!r}, not "

@@ -32,3 +32,8 @@ def test_the_default_name_follows_the_ingest():
     assert StreamSensorOptions().sensor_name(spec) == "file_events_stream_sensor"
     assert StreamSensorOptions(name="mine").sensor_name(spec) == "mine"
     assert StreamSensorOptions().max_wait == dt.timedelta(minutes=15)
+
+
+def test_negative_follow_seconds_are_refused():
+    with pytest.raises(ValueError, match="follow_seconds must be 0 \\(off\\) or more, got -1"):
+        StreamSensorOptions(follow_seconds=-1)

@@ -236,6 +236,21 @@ def test_backlog_beyond_one_run_is_requested_as_a_backfill_of_range_pieces(
     assert decoded(result).last_end == 35
 
 
+def test_with_follow_seconds_a_lone_range_is_tagged_to_keep_going_and_backfill_pieces_not(
+    js, ingest, jetstream_resource, dagster_instance
+):
+    publish(js, ingest, 5)
+    sensor = make_sensor(ingest, follow_seconds=120)
+
+    [lone] = tick(sensor, dagster_instance, jetstream_resource).run_requests
+    spec = replace(ingest, max_messages=2)
+    pieces = tick(make_sensor(spec, follow_seconds=120), dagster_instance, jetstream_resource)
+
+    assert lone.tags["jsl/follow"] == "120"
+    assert len(pieces.run_requests) == 3
+    assert not any("jsl/follow" in r.tags for r in pieces.run_requests)  # each stops at its end
+
+
 def test_max_runs_per_tick_leaves_the_rest_of_the_backlog_to_later_ticks(
     js, ingest, jetstream_resource, dagster_instance
 ):

@@ -17,6 +17,7 @@ import re
 import shutil
 import subprocess
 import sys
+import textwrap
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -24,6 +25,7 @@ from pathlib import Path
 
 import click
 import pytest
+import yaml
 from click.testing import CliRunner
 from dagster._utils.error import serializable_error_info_from_exc_info
 from dagster.components.core.component_tree import ComponentTree
@@ -272,3 +274,21 @@ def test_a_code_server_logs_the_error_as_its_message_alone(
         f"Error while importing code: ComponentDeclarationError: {raised.value}"
     )
     assert not TRACEBACK.search(caplog.text)
+
+
+def test_follow_seconds_without_silver_in_the_ingest_run_is_refused_naming_the_attribute() -> None:
+    declared = JetStreamStream(
+        stream=StreamModel(name="ORDERS", subjects=["orders.>"]),
+        ingests=[IngestModel(name="orders_events", durable="orders-bronze", table="bronze/o")],
+        contract=yaml.safe_load(textwrap.dedent(INLINE.replace("text", "string")))["contract"],
+        silver_in_ingest_run=False,
+        follow_seconds=60,
+    )
+
+    with pytest.raises(ComponentDeclarationError) as raised:
+        declared.build_defs(ComponentTree.for_test().load_context)
+
+    assert "attributes.follow_seconds: stream 'ORDERS': follow_seconds keeps an ingest run" in str(
+        raised.value
+    )
+    assert "needs a contract and silver_in_ingest_run: true" in str(raised.value)

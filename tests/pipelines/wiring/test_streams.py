@@ -104,6 +104,10 @@ def test_a_second_stream_merges_beside_the_first_and_loads() -> None:
             [BronzeIngest(BRONZE_FILE_EVENTS), BronzeIngest(BRONZE_FILE_EVENTS, "audit")],
             "two ingests share the name 'file_events'",
         ),
+        (
+            [BronzeIngest(BRONZE_FILE_EVENTS, follow_seconds=60)],
+            "ingest 'file_events': follow_seconds needs an asset materialised in the same run",
+        ),
     ],
 )
 def test_a_stream_declared_wrong_is_refused_naming_what(ingests, message) -> None:
