@@ -65,6 +65,7 @@ from pathlib import Path
 from urllib.parse import unquote
 
 import pyarrow.parquet as pq
+from sampling import python_speed_ms
 
 from pipelines.cli.demo import dagster_env, provision, spark_server
 from pipelines.cli.supervise import stop_group
@@ -275,6 +276,7 @@ def main(argv: list[str] | None = None) -> dict[str, object]:
     events = generate_event_mix(count, bad_share=args.bad_share, now=dt.datetime.now(dt.UTC))
     good = [e.msg_id for e in events if e.kind == GOOD]
     published: dict[str, float] = {}
+    speed_before = python_speed_ms()  # how fast the machine is (bench/sampling.py)
     print(f"rate={args.rate}/s for {args.seconds}s ({count} events) temp={root}", flush=True)
     try:
         with (
@@ -415,6 +417,7 @@ def main(argv: list[str] | None = None) -> dict[str, object]:
             "bronze_commits": len(bronze.commits),
             "silver_commits": len(silver.commits),
             "loadavg": os.getloadavg(),
+            "python_speed_ms": {"before": speed_before, "after": python_speed_ms()},
         }
         if args.trace:
             for kind, runs in (("ingest", bronze_runs), ("silver", own_silver_runs)):
@@ -440,6 +443,8 @@ def main(argv: list[str] | None = None) -> dict[str, object]:
         print(f"  {kind}: {results[kind]['count']}, wall p50 {wall['p50']} s, max {wall['max']} s")
         for phase, figures in results[kind]["phases_s"].items():
             print(f"    {phase:38s} p50 {figures['p50']}  max {figures['max']}")
+    speed = results["python_speed_ms"]
+    print(f"  python_speed_ms {speed['before']} before, {speed['after']} after (lower: faster)")
     print(f"results: {out}")
     return results
 
