@@ -10,10 +10,7 @@ The server is a `spark-submit` of Spark's `SparkConnectServer` from the pyspark 
 the same settings a local session gets (`resources.spark.resolved_conf`: driver memory,
 Delta's extension and catalog, the jar cache, UTC, the Python of this virtualenv, the
 warehouse and Derby's home under the data directory, so the working directory gets no
-`spark-warehouse/`, `metastore_db/` or `derby.log`), listening on loopback only. Its jobs
-are scheduled FAIR unless the settings say otherwise: the runs sharing it (an ingest's,
-gold's) take turns on its cores, where Spark's default FIFO would hold a short silver job
-behind every task of a gold job submitted before it. It logs to a
+`spark-warehouse/`, `metastore_db/` or `derby.log`), listening on loopback only. It logs to a
 file; `stop()` ends it (SIGTERM to its process group, SIGKILL after `STOP_WAIT` seconds).
 
 Examples:
@@ -63,7 +60,6 @@ def server_command(settings: SparkSettings, port: int) -> list[str]:
     conf.pop("spark.driver.memory")  # --driver-memory: the launcher sizes the JVM with it
     conf["spark.connect.grpc.binding.address"] = LOOPBACK
     conf["spark.connect.grpc.binding.port"] = str(port)
-    conf.setdefault("spark.scheduler.mode", "FAIR")
     command = [str(SPARK_SUBMIT), "--class", SERVER_CLASS, "--name", "jsl-connect-server"]
     command += ["--master", settings.master, "--driver-memory", settings.driver_memory]
     for key, value in conf.items():
