@@ -163,8 +163,8 @@ def land(
     """Lands `spec`'s next range (up to `until`) in its bronze table at `path`, exactly once.
 
     With nothing new (found without Spark: `pipelines.ingest.idle`), `session` is not called
-    and the result is None. The bronze asset's runs call it once; an ingest run that keeps
-    going (`assets.follow`) once per batch.
+    and the result is None. The bronze asset calls it once per run; the contract's silver step
+    of a run that keeps going (`assets.follow`) once per further batch.
     """
     checkpoints = client.create_key_value(spec.checkpoint_bucket_spec())
     idle = nothing_to_land(client, spec, path, checkpoints=checkpoints, until=until)

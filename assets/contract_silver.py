@@ -60,13 +60,7 @@ from dagster import (
 
 from assets.artifact_metadata import artifact_metadata
 from assets.bronze import land
-from assets.follow import (
-    FOLLOW_TAG,
-    batch_check,
-    batch_materialization,
-    failed_blocking,
-    follow_seconds,
-)
+from assets.follow import FOLLOW_TAG, batch_events, failed_blocking, follow_seconds
 from assets.nothing_new import finding_metadata
 from assets.table_schema import declared_schema, table_schema
 from pipelines.contract import Contract
@@ -275,6 +269,7 @@ def _silver_multi_asset(
         """Parses, checks, de-duplicates and routes new bronze rows by the event contract;
         with nothing new (found without Spark), reports so without starting Spark. A run
         tagged `jsl/follow` then keeps landing and taking new batches (`assets.follow`)."""
+        seconds = follow_seconds(context, silver.bronze_key)  # a bad tag fails before a write
         client = jetstream.get_client()
         idle = _nothing_to_process(silver, client, lakehouse)
         if idle is not None:
@@ -283,7 +278,6 @@ def _silver_multi_asset(
             session = spark.get_session()
             first = _materialise(silver, checks, context, client, session, lakehouse, quality)
         yield from first
-        seconds = follow_seconds(context, silver.bronze_key)
         if seconds and not _stops_on(context, first):
             yield from _follow(silver, checks, context, client, spark, lakehouse, quality, seconds)
 
@@ -300,8 +294,8 @@ def _follow(
     quality: DataQualityResource,
     seconds: float,
 ) -> Iterator[AssetMaterialization | AssetCheckEvaluation]:
-    """Further batches, bronze then silver, while the stream has new messages, for up to
-    `seconds` (`assets.follow`)."""
+    """Further batches, bronze then silver, while the stream has new messages; none starts
+    after `seconds` (`assets.follow`)."""
     started = time.monotonic()
     batch = 1
     while (spent := time.monotonic() - started) < seconds:
@@ -328,11 +322,7 @@ def _follow(
         results = _materialise(
             silver, checks, context, client, session, lakehouse, quality, batch=batch
         )
-        for result in results:
-            if isinstance(result, MaterializeResult):
-                yield batch_materialization(result, batch)
-            else:
-                yield batch_check(context, result)
+        yield from batch_events(context, results, batch)
         if _stops_on(context, results):
             return
     context.log.info(f"{silver.stream}: {seconds:g} s followed, {batch} batches; the run ends")

@@ -13,7 +13,10 @@ it, batch after batch, in the same process and Spark session.
 Each further batch is reported as the first: an `AssetMaterialization` of bronze and of
 every silver table, with `batch_of_run` in its metadata, and an `AssetCheckEvaluation` per
 selected check, pointing at the table's materialisation it judged, so gold's automation
-reads the checks of each batch as it reads a run's.
+reads the checks of each batch as it reads a run's (a failed blocking check is recorded
+before the materialisations: `batch_events`). Dagster keeps one check status per run, so a
+check's history shows the last batch of each run; every batch's verdicts are also in its
+materialisations' events and in its stored reports.
 
 Exactly once, as before: each batch is one ingest (its lease, its planned range, one
 idempotent Delta commit, then the consumer moves) and one silver stage run (its watermark,
@@ -21,12 +24,15 @@ insert-only merges). A crash between any two steps leaves what a crash of a one-
 leaves there, and the next run finishes it.
 
 The loop stops when the stream has nothing past the ingest's committed position (it does
-not wait: the sensor launches the next run when messages come), when the time is up, or
+not wait: the sensor launches the next run when messages come), when the time is up (no
+batch starts after it; the one under way finishes), or
 after a batch that failed a blocking check (the step then fails, as a run of that batch
 would, and nothing downstream runs on it).
 """
 
 from __future__ import annotations
+
+import math
 
 from dagster import (
     AssetCheckEvaluation,
@@ -67,7 +73,7 @@ def follow_seconds(context: AssetExecutionContext, bronze_key: AssetKey) -> floa
         seconds = float(value)
     except ValueError:
         seconds = -1.0
-    if not seconds >= 0:  # also NaN
+    if not (seconds >= 0 and math.isfinite(seconds)):  # NaN and inf too
         raise FollowTagError(
             f"run tag {FOLLOW_TAG}={value!r} is not a number of seconds: give the seconds "
             "the run keeps taking new batches (0 or more), or leave the tag out"
@@ -90,12 +96,43 @@ def batch_materialization(result: MaterializeResult, batch: int) -> AssetMateria
     return AssetMaterialization(asset_key=result.asset_key, metadata=metadata)
 
 
-def batch_check(context: AssetExecutionContext, result: AssetCheckResult) -> AssetCheckEvaluation:
+def batch_events(
+    context: AssetExecutionContext, results: list[MaterializeResult | AssetCheckResult], batch: int
+):
+    """A further batch's events, in the order Dagster must record them: the blocking checks
+    that failed, then each table's materialisation, then the other checks.
+
+    Dagster keeps one check status per run, and reads a check of the same run as the verdict
+    on the table's newest materialisation. Recorded after the batch's materialisation, a
+    failed blocking check would leave the previous batch's "passed" standing for a moment,
+    and gold's automation could take the batch then. Recorded first, it holds gold from the
+    start; its evaluation names no materialisation (the batch's is not recorded yet).
+    """
+    failed = [r for r in results if isinstance(r, AssetCheckResult) and _blocks(r)]
+    for result in failed:
+        yield batch_check(context, result, on_latest=False)
+    for result in results:
+        if isinstance(result, MaterializeResult):
+            yield batch_materialization(result, batch)
+    for result in results:
+        if isinstance(result, AssetCheckResult) and result not in failed:
+            yield batch_check(context, result)
+
+
+def _blocks(result: AssetCheckResult) -> bool:
+    return not result.passed and result.severity == AssetCheckSeverity.ERROR
+
+
+def batch_check(
+    context: AssetExecutionContext, result: AssetCheckResult, *, on_latest: bool = True
+) -> AssetCheckEvaluation:
     """A further batch's evaluation of `result`'s check, on the latest materialisation of its
-    table (the batch's, reported just before): what Dagster records for a check result an
-    asset yields. Blocking when it is an error (the stage's checks are errors exactly when
-    blocking)."""
-    latest = context.instance.fetch_materializations(result.asset_key, limit=1).records
+    table (the batch's, reported just before; none when `on_latest` is false): what Dagster
+    records for a check result an asset yields. Blocking when it is an error (the stage's
+    checks are errors exactly when blocking)."""
+    latest = []
+    if on_latest:
+        latest = context.instance.fetch_materializations(result.asset_key, limit=1).records
     target = None
     if latest:
         record = latest[0]
@@ -120,7 +157,5 @@ def failed_blocking(results: list[MaterializeResult | AssetCheckResult]) -> list
     return [
         f"{r.asset_key.to_user_string()}:{r.check_name}"
         for r in results
-        if isinstance(r, AssetCheckResult)
-        and not r.passed
-        and r.severity == AssetCheckSeverity.ERROR
+        if isinstance(r, AssetCheckResult) and _blocks(r)
     ]

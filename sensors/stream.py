@@ -4,7 +4,9 @@ Each tick compares the stream's last sequence with the ingest's committed positi
 checkpoint, or the durable consumer's ack floor before the first run) and requests runs for
 exactly the ranges in between, each bounded by `bronze_run_config(spec, end)` and keyed
 `<stream>:<consumer>:<start>-<end>`. A backlog larger than one run may take becomes several
-range runs in one tick (a backfill, tagged `jsl/backfill`). docs/automation.md explains the
+range runs in one tick (a backfill, tagged `jsl/backfill`). With `follow_seconds`, a lone
+range's run is tagged `jsl/follow` and, once its range is in silver, goes on to the next
+ones (`assets.follow`); the sensor skips while it runs. docs/automation.md explains the
 decisions, the tags and the run-queue settings they rely on.
 """
 

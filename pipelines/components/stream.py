@@ -21,12 +21,13 @@ table per event type, the quarantine, a check per rule with the Great Expectatio
 generated from the contract (`assets.contract_silver`), and one gold asset per declared
 aggregate (`aggregates:`, `pipelines.lakehouse.aggregates`). The stream sensor's runs of that
 ingest materialise silver right after bronze, in the same run (unless `silver_in_ingest_run:
-false`); any other bronze materialisation (a replay, a run launched by hand) is followed by
-silver, and silver by the aggregates (once its blocking checks passed), through declarative
-automation, unless `automate: false`. Its tables carry `lakehouse/table` metadata, so Delta
-maintenance takes them. Runs use the in-process executor (one Spark JVM per run) unless
-`in_process: false`. Secrets do not belong here: the connection comes from the environment
-(`NATS_URL`, `NATS_CREDS`, ...)."""
+false`), and with `follow_seconds` keep going batch after batch while the stream does
+(`assets.follow`); any other bronze materialisation (a replay, a run launched by hand) is
+followed by silver, and silver by the aggregates (once its blocking checks passed), through
+declarative automation, unless `automate: false`. Its tables carry `lakehouse/table`
+metadata, so Delta maintenance takes them. Runs use the in-process executor (one Spark JVM per
+run) unless `in_process: false`. Secrets do not belong here: the connection comes from the
+environment (`NATS_URL`, `NATS_CREDS`, ...)."""
 
 from __future__ import annotations
 
@@ -193,12 +194,12 @@ class JetStreamStream(Component, Model, Resolvable):
     follow_seconds: int = Field(
         default=0,
         ge=0,
-        description="A run the stream sensor launches for the `silver_from` ingest keeps "
-        "going once its first batch is in silver: while the stream has new messages, it "
-        "lands them in bronze and takes them to silver, batch after batch, for up to this "
-        "many seconds (no launch, process start or Spark session per batch: "
-        "docs/automation.md). 0: one batch per run. Needs a contract and "
-        "silver_in_ingest_run.",
+        description="A run the stream sensor launches for the `silver_from` ingest (for a "
+        "lone range, not a backfill's piece) keeps going once its first batch is in silver: "
+        "while the stream has new messages, it lands them in bronze and takes them to "
+        "silver, batch after batch, starting none after this many seconds (no launch, "
+        "process start or Spark session per batch: docs/automation.md). 0: one batch per "
+        "run. Needs a contract and silver_in_ingest_run.",
     )
     check_mostly: float = Field(
         default=1.0,

@@ -92,7 +92,8 @@ def table_rows(spark: SparkSession, path: str) -> int | None:
     A table at an absolute local path (or a `file:` URI) is counted from its log
     (`delta_log.read_table_files`: each live file's `numRecords` statistic, less the rows
     its deletion vector removes), with no Spark job. Otherwise, when the log finds no table
-    there, and when a file has no statistic, Spark counts.
+    there (then Spark says whether there is one), and when a file has no statistic, Spark
+    counts.
     """
     files = _from_log(read_table_files, path)
     if files is not None and files.rows is not None:

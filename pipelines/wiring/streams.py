@@ -66,9 +66,10 @@ class BronzeIngest:
             "Freshness and load").
         same_run: assets the ingest's job materialises right after bronze, in the same run
             (the contract's silver: one run per batch instead of two, docs/automation.md).
-        follow_seconds: the stream sensor's runs keep taking new batches, bronze then
-            `same_run`, for up to this long after their first (`assets.follow`); 0: one
-            batch per run. Needs `same_run`: the last asset of the run does the loop.
+        follow_seconds: the stream sensor tags its runs of a lone range `jsl/follow` with
+            it: a contract's silver in `same_run` then keeps landing and taking new batches,
+            starting none after this long (`assets.follow`; another `same_run` asset
+            ignores the tag). 0: one batch per run. Needs `same_run`.
     """
 
     spec: IngestSpec

@@ -17,11 +17,19 @@ import time
 from collections.abc import Iterator
 
 import pytest
-from dagster import AssetKey, DagsterEventType, DagsterInstance, materialize
+from dagster import (
+    AssetCheckResult,
+    AssetCheckSeverity,
+    AssetKey,
+    DagsterEventType,
+    DagsterInstance,
+    MaterializeResult,
+    materialize,
+)
 
 import assets.bronze
 import assets.contract_silver
-from assets.follow import FOLLOW_TAG, FollowTagError, follow_seconds
+from assets.follow import FOLLOW_TAG, FollowTagError, batch_events, follow_seconds
 from pipelines.definitions import bronze_file_events, silver_file_events
 from pipelines.file_trash import tables
 from pipelines.file_trash.generator import GOOD, generate_event_mix, publish_events
@@ -150,7 +158,7 @@ def test_a_following_run_takes_each_burst_as_a_batch_and_reports_each(
     result = run(resources, dagster_instance, follow=600)
     publisher.join(timeout=60)
 
-    assert publisher.error is None
+    assert publisher.error is None and not publisher.is_alive()
     assert result.success
     # Three batches: the run's own materialisation, then two more of bronze and each table.
     bronze = materializations(result, BRONZE_KEY)
@@ -215,8 +223,10 @@ def test_a_run_failing_in_a_further_batch_is_finished_by_the_next_run_exactly_on
     publisher.join(timeout=60)
     monkeypatch.undo()
 
-    assert publisher.error is None
+    assert publisher.error is None and not publisher.is_alive()
     assert not failed.success
+    [failure] = [e for e in failed.all_events if e.event_type == DagsterEventType.STEP_FAILURE]
+    assert "injected failure" in str(failure.event_specific_data.error), failure
     assert len(materializations(failed, BRONZE_KEY)) == (2 if where == "silver" else 1)
     again = run(resources, dagster_instance, follow=None)
     assert again.success
@@ -230,7 +240,7 @@ class TaggedRun:
         self.run = type("Run", (), {"tags": {FOLLOW_TAG: value}, "run_id": "r"})()
 
 
-@pytest.mark.parametrize("value", ["soon", "-5", "nan"])
+@pytest.mark.parametrize("value", ["soon", "-5", "nan", "inf"])
 def test_a_follow_tag_that_is_not_seconds_fails_saying_what_to_give(value):
     with pytest.raises(FollowTagError, match=f"run tag jsl/follow={value!r} is not a number"):
         follow_seconds(TaggedRun(value), BRONZE_KEY)
@@ -238,3 +248,34 @@ def test_a_follow_tag_that_is_not_seconds_fails_saying_what_to_give(value):
 
 def test_a_follow_tag_of_zero_takes_one_batch():
     assert follow_seconds(TaggedRun("0"), BRONZE_KEY) == 0
+
+
+class Instance:
+    """The instance of a batch's events: its tables' latest materialisations, none here."""
+
+    def fetch_materializations(self, key, limit):
+        return type("Records", (), {"records": []})()
+
+
+def test_a_failed_blocking_check_is_recorded_before_the_batchs_materialisations():
+    context = type("Context", (), {"instance": Instance()})()
+    table = MaterializeResult(asset_key=SILVER_KEY)
+    blocked = AssetCheckResult(
+        asset_key=SILVER_KEY, check_name="b", passed=False, severity=AssetCheckSeverity.ERROR
+    )
+    warned = AssetCheckResult(
+        asset_key=SILVER_KEY, check_name="w", passed=False, severity=AssetCheckSeverity.WARN
+    )
+    held = AssetCheckResult(asset_key=SILVER_KEY, check_name="h", passed=True)
+
+    events = list(batch_events(context, [table, held, blocked, warned], batch=2))
+
+    assert [type(e).__name__ for e in events] == [
+        "AssetCheckEvaluation",
+        "AssetMaterialization",
+        "AssetCheckEvaluation",
+        "AssetCheckEvaluation",
+    ]
+    assert [getattr(e, "check_name", None) for e in events] == ["b", None, "h", "w"]
+    assert events[0].blocking and not events[0].passed
+    assert events[1].metadata["batch_of_run"].value == 2
