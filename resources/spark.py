@@ -88,6 +88,7 @@ WAREHOUSE_DIR = "spark-warehouse"  # under the data directory
 METASTORE_DIR = "spark-metastore"  # Derby's home under the data directory
 WAREHOUSE_KEY = "spark.sql.warehouse.dir"
 DRIVER_JAVA_OPTIONS = "spark.driver.extraJavaOptions"
+LISTING_PARALLELISM = "spark.sql.sources.parallelPartitionDiscovery.parallelism"
 DERBY_HOME = "-Dderby.system.home="
 # A line of a Java properties file such as spark-defaults.conf: `key value`, `key=value`.
 PROPERTY = re.compile(r"(?P<key>[^\s=:]+)\s*[=:]?\s*(?P<value>.*)")
@@ -283,6 +284,12 @@ class SparkSettings:
             # idempotent commit) in this many tasks; its default of 50 costs seconds per
             # snapshot on a small machine. Scale it with the shuffle partitions.
             "spark.databricks.delta.snapshotPartitions": str(self.shuffle_partitions),
+            # VACUUM lists the table's directories in this many tasks, then pulls them to the
+            # driver one partition per job; Spark's default of 10,000 made VACUUM of a
+            # five-file table take 40-60 s on two cores, 3-5 s with 8 (Delta's maintainers
+            # advise lowering it on small clusters: delta-io/delta#220, #395). Scale it with
+            # the shuffle partitions.
+            LISTING_PARALLELISM: str(self.shuffle_partitions),
             # A partitioned write keeps up to this many files open per task instead of first
             # sorting its rows by partition (Spark's default, 0, always sorts): a bronze run
             # touches one or two publish dates, and the sort was a third of the JVM's CPU in

@@ -15,6 +15,7 @@ from pipelines.settings import Settings
 from resources.spark import (
     DELTA_CATALOG,
     DELTA_EXTENSION,
+    LISTING_PARALLELISM,
     SparkResource,
     SparkSettings,
     TableRootNotSharedError,
@@ -39,6 +40,8 @@ def test_defaults_size_the_driver_turn_on_delta_and_arrow_skip_the_write_sort_ke
     assert conf["spark.sql.session.timeZone"] == "UTC"
     assert conf["spark.sql.maxConcurrentOutputFileWriters"] == "8"  # no sort before writing
     assert conf["spark.sql.codegen.cache.maxEntries"] == "2000"  # generated code reused
+    # VACUUM's listing in as many tasks as the shuffle partitions, not Spark's 10,000.
+    assert conf[LISTING_PARALLELISM] == "4"
 
 
 def test_environment_overrides_defaults_and_config_overrides_environment():
@@ -56,6 +59,7 @@ def test_environment_overrides_defaults_and_config_overrides_environment():
     assert from_env.remote == "sc://connect:15002"
     assert from_env.conf()["spark.driver.memory"] == "8g"
     assert from_env.conf()["spark.sql.shuffle.partitions"] == "64"
+    assert from_env.conf()[LISTING_PARALLELISM] == "64"
     assert from_env.conf()["spark.ui.enabled"] == "true"
     assert from_env.conf()["spark.sql.ansi.enabled"] == "true"
     assert from_env.conf()["spark.jars"] == "/jars/delta-spark.jar,/jars/delta-storage.jar"
