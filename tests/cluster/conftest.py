@@ -22,6 +22,7 @@ import pytest
 from resources.spark import SparkSettings
 from resources.spark_connect import ConnectServer
 from tests.cluster.servers import StandaloneCluster, start_standalone
+from tests.conftest import session_jvm_conf
 
 REPO = Path(__file__).resolve().parents[2]
 CHILD_TIMEOUT = 600  # seconds
@@ -45,8 +46,15 @@ def standalone_cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Sta
 
 @pytest.fixture(scope="session")
 def connect_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
-    """A Spark Connect server (local[2], 1 GiB driver) with Delta, as `jsl dev` starts it."""
-    settings = SparkSettings.resolve(environ={}, driver_memory="1g", shuffle_partitions=2)
+    """A Spark Connect server (local[2], 1 GiB driver) with Delta, as `jsl dev` starts it, with
+    the tests' Spark tuning (`JSL_SPARK_CONF`, tests/conftest.py: expressions interpreted, no
+    AQE), but C2 kept: like a worker's session JVM, it runs queries for the whole file."""
+    settings = SparkSettings.resolve(
+        environ={"JSL_SPARK_CONF": os.environ.get("JSL_SPARK_CONF", "{}")},
+        extra_conf=session_jvm_conf(),
+        driver_memory="1g",
+        shuffle_partitions=2,
+    )
     log = tmp_path_factory.mktemp("connect") / "connect-server.log"
     with ConnectServer(settings, log) as server:
         yield server.url
