@@ -144,6 +144,8 @@ def newcomer(tmp_path_factory: pytest.TempPathFactory, server: EmbeddedNatsServe
     bin_dir = fresh_virtualenv(out, build_wheel(out))
     project = create_project(out / "orders-lake")
     keep = ("PATH", "HOME", "JAVA_HOME", "LANG", "LC_ALL", "TMPDIR", "JSL_SPARK_JARS_DIR")
+    # The tests' Spark tuning (tests/conftest.py), as every other test's children get it.
+    keep += ("JSL_SPARK_CONF", "JSL_SPARK_SHUFFLE_PARTITIONS")
     env = {name: os.environ[name] for name in keep if name in os.environ}
     env.update(
         PATH=f"{bin_dir}{os.pathsep}{os.environ['PATH']}",
