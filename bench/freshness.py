@@ -43,6 +43,11 @@ A single 1,000-message run (the per-run fixed cost):
     .venv/bin/python bench/freshness.py --rate 1000 --seconds 1 --trace
 
     .venv/bin/python bench/freshness.py --rate 100 --seconds 300
+
+The throughput point, the highest steady rate whose publish -> silver p95 stays within 45 s
+(each rate a whole run as above, lowest first, up to the first that misses):
+
+    .venv/bin/python bench/freshness.py --throughput 25,50,100 --seconds 180
 """
 
 from __future__ import annotations
@@ -76,6 +81,7 @@ from resources.jetstream import EmbeddedNatsServer, JetStreamResource
 REPO = Path(__file__).resolve().parent.parent
 SENSORS = ("file_events_stream_sensor", "lakehouse_automation_sensor")
 BRONZE, SILVER = ("bronze", "file_events"), ("silver", "file_deleted")
+P95_GOAL_S = 45.0  # issue 35: publish -> silver p95 within 45 s
 
 
 @dataclass
@@ -253,6 +259,67 @@ def run_of(commit_at: float, materialized: list[tuple[float, dict]]) -> dict | N
     return None
 
 
+def throughput(
+    rates: list[float], seconds: int, bad_share: float, drain: int, out: Path | None
+) -> dict[str, object]:
+    """The throughput point: the highest of `rates` whose publish -> silver p95 stays within
+    P95_GOAL_S with every good event in silver.
+
+    Each rate is measured by this script in a process, temp dir, nats-server, Connect server
+    and daemon of its own, so no rate inherits another's backlog or warm JVM. The rates go
+    lowest first and stop after the first that misses: above it the backlog only grows.
+    """
+    stamp = dt.datetime.now(dt.UTC).strftime("%Y%m%dT%H%M%SZ")
+    out = out or REPO / "bench" / "results" / f"throughput-{stamp}.json"
+    points: list[dict[str, object]] = []
+    for rate in rates:
+        point_out = out.with_name(f"{out.stem}-{rate:g}.json")
+        command = [
+            sys.executable,
+            str(Path(__file__).resolve()),
+            "--rate",
+            f"{rate:g}",
+            "--seconds",
+            str(seconds),
+        ]
+        command += ["--bad-share", str(bad_share), "--drain", str(drain), "--out", str(point_out)]
+        subprocess.run(command, check=True)
+        measured = json.loads(point_out.read_text())
+        latency = measured["segments_s"]["publish_to_silver"]
+        complete = measured["visible_in_silver"] == measured["good_events"]
+        point = {
+            "rate": rate,
+            "p50": latency["p50"],
+            "p95": latency["p95"],
+            "max": latency["max"],
+            "all_in_silver": complete,
+            "ingest_batches": measured["ingest_runs"]["batches"],
+            "python_speed_ms": measured["python_speed_ms"],
+            "results": str(point_out),
+        }
+        points.append(point)
+        if not complete or latency["p95"] is None or latency["p95"] > P95_GOAL_S:
+            break
+    within = [p["rate"] for p in points if p["all_in_silver"] and p["p95"] <= P95_GOAL_S]
+    results = {
+        "started": stamp,
+        "seconds": seconds,
+        "p95_goal_s": P95_GOAL_S,
+        "points": points,
+        "throughput_events_per_s": max(within) if within else None,
+    }
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text(json.dumps(results, indent=2))
+    print(f"throughput (publish -> silver p95 <= {P95_GOAL_S:.0f} s, {seconds} s per rate):")
+    for p in points:
+        verdict = "within" if p["all_in_silver"] and p["p95"] <= P95_GOAL_S else "missed"
+        print(f"  {p['rate']:>7g}/s  p50 {p['p50']}  p95 {p['p95']}  max {p['max']}  {verdict}")
+    point = results["throughput_events_per_s"]
+    print(f"throughput point: {f'{point:g} events/s' if point else 'none of the rates tried'}")
+    print(f"results: {out}")
+    return results
+
+
 def main(argv: list[str] | None = None) -> dict[str, object]:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--rate", type=float, default=100.0, help="events per second")
@@ -264,7 +331,18 @@ def main(argv: list[str] | None = None) -> dict[str, object]:
     parser.add_argument(
         "--trace", action="store_true", help="print the last ingest and silver runs' event logs"
     )
+    parser.add_argument(
+        "--throughput",
+        default=None,
+        metavar="RATES",
+        help="comma-separated rates (events/s), each measured for --seconds in a fresh stack, "
+        "lowest first, up to the first whose publish -> silver p95 exceeds "
+        f"{P95_GOAL_S:.0f} s: prints the throughput point (the highest that stayed under)",
+    )
     args = parser.parse_args(argv)
+    if args.throughput:
+        rates = sorted(float(rate) for rate in args.throughput.split(","))
+        return throughput(rates, args.seconds, args.bad_share, args.drain, args.out)
     # Stopped by a signal (`kill`, `timeout`), unwind as on Ctrl-C: the daemon and the Spark
     # Connect server each run in a process group of their own and would outlive this one.
     signal.signal(signal.SIGTERM, lambda signum, frame: sys.exit(128 + signum))
