@@ -298,7 +298,6 @@ class IngestRun:
                 run_id=self.run_id,
                 ingested_at=self.clock(),
             ),
-            table_path=self.table_path,
         )
         try:
             outcome = commit_idempotently(

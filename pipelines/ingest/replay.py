@@ -139,7 +139,6 @@ def replay_range(
                 run_id=run_id,
                 ingested_at=clock(),
             ),
-            table_path=table_path,
         )
         try:
             version = replace_range(frame, table_path, stream=spec.stream, start=first, end=end)
