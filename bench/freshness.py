@@ -130,9 +130,9 @@ def start_daemon(env: dict[str, str], log: Path) -> subprocess.Popen:
         )
 
 
-def start_sensors(env: dict[str, str]) -> None:
+def start_sensors(env: dict[str, str], names: tuple[str, ...] = SENSORS) -> None:
     dagster = Path(sys.executable).parent / "dagster"
-    for name in SENSORS:
+    for name in names:
         command = [str(dagster), "sensor", "start", "-w", str(REPO / "workspace.yaml"), name]
         subprocess.run(command, cwd=REPO, env=env, check=True, capture_output=True)
 
@@ -332,6 +332,12 @@ def main(argv: list[str] | None = None) -> dict[str, object]:
         "--trace", action="store_true", help="print the last ingest and silver runs' event logs"
     )
     parser.add_argument(
+        "--stream-sensor-only",
+        action="store_true",
+        help="leave the automation sensor off: no gold or downstream-event runs share the "
+        "cores (a diagnosis: what they cost silver's freshness)",
+    )
+    parser.add_argument(
         "--throughput",
         default=None,
         metavar="RATES",
@@ -369,7 +375,7 @@ def main(argv: list[str] | None = None) -> dict[str, object]:
             from dagster import DagsterInstance
 
             instance = DagsterInstance.get()
-            start_sensors(env)
+            start_sensors(env, SENSORS[:1] if args.stream_sensor_only else SENSORS)
             daemon = start_daemon(env, root / "daemon.log")
             lake = Path(settings.lakehouse_root)
             bronze = DeltaLogFollower(lake.joinpath(*BRONZE), "msg_id")
@@ -474,6 +480,7 @@ def main(argv: list[str] | None = None) -> dict[str, object]:
         results = {
             "started": stamp,
             "rate": args.rate,
+            "stream_sensor_only": args.stream_sensor_only,
             "seconds": args.seconds,
             "events": count,
             "good_events": len(good),
