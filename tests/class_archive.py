@@ -6,8 +6,9 @@ and verifies the same thousands of Spark, Hadoop and Scala classes. An archive d
 a small Delta workload (`-XX:ArchiveClassesAtExit`) lets each later JVM map those classes
 already parsed and verified (`-XX:SharedArchiveFile`). The standalone cluster's JVMs and the
 Connect tests' clients (tests/cluster/) leave `JSL_SPARK*` out on purpose, to run the
-product's defaults, so they load classes as usual. Measured on this machine (2026-11-26): a session started and a first Delta write and
-read, 13.2-13.8 s of JVM CPU without the archive and 8.4-9.0 s with it.
+product's defaults, so they load classes as usual. Measured on this machine (2026-11-26): a
+session started and a first Delta write and read, 13.2-13.8 s of JVM CPU without the archive
+and 8.4-9.0 s with it.
 
 The archive is HotSpot's own mechanism and changes no result: a JVM whose version or class
 path differs from the dumping one ignores it (`-Xshare:auto`, the default) and loads its
