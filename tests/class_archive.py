@@ -1,12 +1,12 @@
 """A class-data-sharing archive for the tests' Spark JVMs (HotSpot's AppCDS, JDK 13+).
 
 Every Spark JVM the suite starts with the tests' `JSL_SPARK_CONF` (the workers' sessions, the
-Dagster runs', the children's, the Connect servers `jsl dev` and tests/cluster start) loads
-and verifies the same thousands of Spark, Hadoop and Scala classes. An archive dumped once from
-a small Delta workload (`-XX:ArchiveClassesAtExit`) lets each later JVM map those classes
-already parsed and verified (`-XX:SharedArchiveFile`). The standalone cluster's JVMs and the
-Connect tests' clients (tests/cluster/) leave `JSL_SPARK*` out on purpose, to run the
-product's defaults, so they load classes as usual. Measured on this machine (2026-11-26): a
+Dagster runs', the children's, the Connect servers `jsl dev` and tests/cluster start) loads and
+verifies the same thousands of Spark, Hadoop and Scala classes. An archive dumped once from a
+small Delta workload (`-XX:ArchiveClassesAtExit`) lets each later JVM map those classes already
+parsed and verified (`-XX:SharedArchiveFile`). The standalone cluster's master and workers and
+the drivers of its ingest children (tests/cluster/) leave `JSL_SPARK*` out on purpose, to run
+the product's defaults, so they load classes as usual. Measured on this machine (2026-11-26): a
 session started and a first Delta write and read, 13.2-13.8 s of JVM CPU without the archive
 and 8.4-9.0 s with it.
 

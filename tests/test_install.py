@@ -11,6 +11,9 @@ What a newcomer does after `docs/your-stream.md`, in a temporary folder:
 3. `jsl setup`, `jsl provision --project . --yes`, events published, `dg launch --assets '*'`
    with `DAGSTER_HOME` set as the guide says; then `jsl tables` prints each table.
 
+Its Spark runs with the tests' tuning (`JSL_SPARK_CONF`, tests/conftest.py), as every other
+test's children do; the product's own defaults run in tests/cluster/'s standalone cluster.
+
 Then: `pipelines` is imported from the new virtualenv, every Delta table is under the project's
 `.data/lakehouse`, nothing was written inside the virtualenv, the working directory holds no
 `spark-warehouse/`, `metastore_db/` or `derby.log`, and the Dagster instance kept the runs and
