@@ -286,7 +286,7 @@ class SparkSettings:
             "spark.databricks.delta.snapshotPartitions": str(self.shuffle_partitions),
             # VACUUM lists the table's directories in this many tasks, then pulls them to the
             # driver one partition per job; Spark's default of 10,000 made VACUUM of a
-            # five-file table take 40-60 s on two cores, 3-5 s with 8 (Delta's maintainers
+            # five-file table take 40-60 s on two cores, 3-5 s with 8 tasks (Delta's maintainers
             # advise lowering it on small clusters: delta-io/delta#220, #395). Scale it with
             # the shuffle partitions.
             LISTING_PARALLELISM: str(self.shuffle_partitions),
