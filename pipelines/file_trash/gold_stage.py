@@ -28,6 +28,7 @@ from pyspark.sql import DataFrame, SparkSession
 from pipelines.file_trash import gold
 from pipelines.file_trash.events import FILE_DELETED_EVENT
 from pipelines.file_trash.topology import file_trash_contract
+from pipelines.lakehouse.delta_tables import table_rows
 from pipelines.lakehouse.nothing_new import CannotTell, NothingNew
 from pipelines.lakehouse.refresh import (
     LoggedSource,
@@ -120,7 +121,7 @@ def run_gold(
             definition={"table": name, **depends},
             buckets=buckets,
         )
-        rows = spark.read.format("delta").load(path).count()
+        rows = table_rows(spark, path) or 0  # from the Delta log: no Spark job for a local table
         results[name] = GoldTable(
             path,
             refreshed.version,

@@ -28,6 +28,7 @@ from dataclasses import asdict, dataclass
 from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
 
+from pipelines.lakehouse.delta_tables import table_rows
 from pipelines.lakehouse.nothing_new import CannotTell, NothingNew
 from pipelines.lakehouse.refresh import (
     TimeBuckets,
@@ -203,7 +204,8 @@ def run_aggregate(
         definition=aggregate.definition(),
         buckets=aggregate.time_buckets(),
     )
-    rows = 0 if refreshed.version is None else spark.read.format("delta").load(path).count()
+    # From the Delta log: no Spark job for a local table.
+    rows = 0 if refreshed.version is None else table_rows(spark, path) or 0
     return AggregateResult(
         path,
         refreshed.version,
