@@ -260,6 +260,13 @@ def run_of(commit_at: float, materialized: list[tuple[float, dict]]) -> dict | N
     return None
 
 
+def stop_on_signal(signum: int, frame: object) -> None:
+    """Unwinds as on Ctrl-C, once: a second SIGTERM during the unwinding (a `timeout` that
+    signals the whole process group) is ignored, so the servers' stopping is not cut short."""
+    signal.signal(signal.SIGTERM, signal.SIG_IGN)
+    sys.exit(128 + signum)
+
+
 def within_goal(point: dict[str, object]) -> bool:
     """Whether a measured rate kept every good event's publish -> silver p95 within the goal,
     with every good event in silver (a run that published no good event has no p95)."""
@@ -274,8 +281,11 @@ def measure_rate(command: list[str]) -> int:
     child = subprocess.Popen(command)
     try:
         return child.wait()
-    except BaseException:
+    except SystemExit:  # SIGTERM to this process alone (`kill`): pass it on
         child.send_signal(signal.SIGTERM)
+        child.wait()
+        raise
+    except KeyboardInterrupt:  # Ctrl-C reached the child too: let it unwind
         child.wait()
         raise
 
@@ -371,7 +381,7 @@ def main(argv: list[str] | None = None) -> dict[str, object]:
     args = parser.parse_args(argv)
     # Stopped by a signal (`kill`, `timeout`), unwind as on Ctrl-C: the daemon and the Spark
     # Connect server each run in a process group of their own and would outlive this one.
-    signal.signal(signal.SIGTERM, lambda signum, frame: sys.exit(128 + signum))
+    signal.signal(signal.SIGTERM, stop_on_signal)
     if args.throughput:
         rates = sorted(float(rate) for rate in args.throughput.split(","))
         passed_on = ["--bad-share", str(args.bad_share), "--drain", str(args.drain)]

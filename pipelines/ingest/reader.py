@@ -104,10 +104,11 @@ class ObservedCounters(ReadCounters):
 
     Spark Connect has no accumulators (no SparkContext), so the DataFrame carries an
     `Observation`: one aggregate Spark computes while the write runs, which the client receives
-    with the write's own response. Counting the landed rows back instead (a check that the
-    table exists, then an aggregate over the run's rows) took 4.1-4.4 s a batch on a warm
-    Connect server, and 12.6 s on a fresh session (2026-11-27): more than the commit itself. A write that Delta skips as a repeat never
-    executes the frame, so nothing is observed and both counts are 0, as with accumulators.
+    with the write's own response. Counting the landed rows back instead (a check that the table
+    exists, then an aggregate over the run's rows) took 3.4-3.7 s a batch on a warm Connect
+    server, and 10.3 s on a fresh session (2026-11-27): more than the commit itself. A write
+    that Delta skips as a repeat never executes the frame, so nothing is observed and both
+    counts are 0, as with accumulators.
     """
 
     observation: ConnectObservation
