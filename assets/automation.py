@@ -14,9 +14,16 @@ remember in KV or in the table's own history where they stopped:
   waited for the next bronze commit, on a quiet stream forever. Here silver runs once more
   after such a run; if that run had already read the commit, the extra run finds nothing new.
 
-`AFTER_UPSTREAM_CHECKS` (gold, the downstream events, declared aggregates) adds Dagster's
+`AFTER_UPSTREAM_CHECKS` (declared aggregates) adds Dagster's
 `all_deps_blocking_checks_passed()`: never over a failed blocking quality check upstream,
 nor before the checks of the upstream's latest materialisation have run.
+
+`AFTER_UPSTREAM_CHECKS_AT_MOST_EVERY_MINUTE` (gold, the downstream events) is that, requested
+at most once per UTC minute: a silver commit that comes while the minute's request has been
+made waits for the next minute, then goes in that request with every commit since. A run
+that keeps following its stream commits silver every 10-30 s; a gold run per commit was a new
+process and Spark session each time, and took about half of the two cores silver needed
+(docs/performance.md, "What gold's runs cost"). Gold is at most about a minute behind silver.
 """
 
 from dagster import AutomationCondition
@@ -37,3 +44,15 @@ AFTER_UPSTREAM_COMMITS = (
 AFTER_UPSTREAM_CHECKS = (
     AFTER_UPSTREAM_COMMITS & AutomationCondition.all_deps_blocking_checks_passed()
 ).with_label("after each upstream commit, once upstream blocking checks passed")
+
+# Requested since the last UTC minute started: the reset wins over a request seen on the
+# same evaluation, which was made before the minute's tick.
+_REQUESTED_THIS_MINUTE = (
+    AutomationCondition.newly_requested()
+    .since(AutomationCondition.cron_tick_passed("* * * * *"))
+    .with_label("requested this minute")
+)
+
+AFTER_UPSTREAM_CHECKS_AT_MOST_EVERY_MINUTE = (
+    AFTER_UPSTREAM_CHECKS & ~_REQUESTED_THIS_MINUTE
+).with_label("after upstream commits and blocking checks, at most once a minute")

@@ -9,7 +9,7 @@ from dagster import (
     asset,
 )
 
-from assets.automation import AFTER_UPSTREAM_CHECKS
+from assets.automation import AFTER_UPSTREAM_CHECKS_AT_MOST_EVERY_MINUTE
 from assets.gold import SILVER_FILE_DELETED_KEY
 from assets.nothing_new import finding_metadata
 from pipelines.file_trash import tables
@@ -30,7 +30,7 @@ from resources.spark import SparkResource
     description=f"FilePlacedInTrashEvents on {FILE_TRASHED_SUBJECT!r} (stream "
     f"{FILE_EVENTS.name}), one per newly trashed file, msg-id derived from the source event.",
     metadata={"subject": FILE_TRASHED_SUBJECT, "stream": FILE_EVENTS.name},
-    automation_condition=AFTER_UPSTREAM_CHECKS,
+    automation_condition=AFTER_UPSTREAM_CHECKS_AT_MOST_EVERY_MINUTE,
 )
 def file_trashed_events(
     context: AssetExecutionContext,

@@ -13,7 +13,7 @@ from dagster import (
 )
 from pydantic import Field
 
-from assets.automation import AFTER_UPSTREAM_CHECKS
+from assets.automation import AFTER_UPSTREAM_CHECKS_AT_MOST_EVERY_MINUTE
 from assets.nothing_new import finding_metadata
 from pipelines.file_trash import tables
 from pipelines.file_trash.gold_stage import GoldPaths, GoldTable, gold_unchanged, run_gold
@@ -52,7 +52,7 @@ class GoldConfig(Config):
             description=DESCRIPTIONS[name],
             group_name="gold",
             kinds={"spark", "delta"},
-            automation_condition=AFTER_UPSTREAM_CHECKS,
+            automation_condition=AFTER_UPSTREAM_CHECKS_AT_MOST_EVERY_MINUTE,
             metadata={TABLE_METADATA_KEY: "/".join(key.path)},
         )
         for name, key in GOLD_KEYS.items()

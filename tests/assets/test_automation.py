@@ -7,6 +7,8 @@ events the assets would emit are reported on the instance instead of running Spa
 
 from __future__ import annotations
 
+import datetime as dt
+
 from dagster import (
     AssetCheckEvaluation,
     AssetCheckSeverity,
@@ -54,41 +56,33 @@ def requested(result) -> set[AssetKey]:
 def test_new_bronze_rows_request_silver_and_then_gold_and_the_downstream_events(
     dagster_instance,
 ):
-    result = evaluate_automation_conditions(defs=defs, instance=dagster_instance)
-    assert not requested(result) & (SILVER | GOLD)  # nothing upstream yet
+    tick = Ticks(dagster_instance)
+    assert not tick() & (SILVER | GOLD)  # nothing upstream yet
 
     materialized(dagster_instance, BRONZE)  # what a sensor-triggered ingest run records
-    result = evaluate_automation_conditions(
-        defs=defs, instance=dagster_instance, cursor=result.cursor
-    )
-    assert requested(result) >= SILVER
+    assert tick() >= SILVER
 
     materialized(dagster_instance, *SILVER)
     checked(dagster_instance)
-    result = evaluate_automation_conditions(
-        defs=defs, instance=dagster_instance, cursor=result.cursor
-    )
-    assert GOLD | {file_trashed_events.key} <= requested(result)
+    # Gold went with silver's first request (in the same run, after it); after silver's
+    # commit it goes again, in the next minute (at most once a minute).
+    assert GOLD | {file_trashed_events.key} <= tick.next_minute()
 
 
 def test_a_failed_critical_check_on_silver_keeps_gold_and_the_events_waiting(dagster_instance):
+    tick = Ticks(dagster_instance)
     materialized(dagster_instance, BRONZE)
-    result = evaluate_automation_conditions(defs=defs, instance=dagster_instance)
+    tick()
     materialized(dagster_instance, *SILVER)
     checked(dagster_instance, failing="file_size_in_range")
 
-    result = evaluate_automation_conditions(
-        defs=defs, instance=dagster_instance, cursor=result.cursor
-    )
-    assert not requested(result) & (GOLD | {file_trashed_events.key})
+    # Not the minute's limit: a minute on, gold still waits.
+    assert not tick.next_minute() & (GOLD | {file_trashed_events.key})
 
     # Once a later silver run passes its checks, gold follows.
     materialized(dagster_instance, *SILVER)
     checked(dagster_instance)
-    result = evaluate_automation_conditions(
-        defs=defs, instance=dagster_instance, cursor=result.cursor
-    )
-    assert requested(result) >= GOLD
+    assert tick.next_minute() >= GOLD
 
 
 def in_progress(instance, *keys: AssetKey):
@@ -112,17 +106,25 @@ def finished(instance, run, *keys: AssetKey) -> None:
 
 
 class Ticks:
-    """The automation sensor's evaluations, one after another, on one instance."""
+    """The automation sensor's evaluations, one after another, on one instance: each a second
+    after the last, from the start of this UTC minute, unless `next_minute()` moved on."""
 
     def __init__(self, instance):
         self.instance, self.cursor = instance, None
+        self.now = dt.datetime.now(dt.UTC).replace(second=0, microsecond=0)
 
     def __call__(self) -> set[AssetKey]:
+        self.now += dt.timedelta(seconds=1)
         result = evaluate_automation_conditions(
-            defs=defs, instance=self.instance, cursor=self.cursor
+            defs=defs, instance=self.instance, cursor=self.cursor, evaluation_time=self.now
         )
         self.cursor = result.cursor
         return requested(result)
+
+    def next_minute(self) -> set[AssetKey]:
+        """The first evaluation after the next UTC minute started."""
+        self.now = self.now.replace(second=0) + dt.timedelta(minutes=1)
+        return self()
 
 
 def materialized_in(instance, run, *keys: AssetKey) -> None:
@@ -233,4 +235,28 @@ def test_a_silver_commit_during_a_gold_run_brings_gold_back_once_checked(dagster
     assert not tick() & GOLD  # its checks have not run, and gold is in progress
     checked(dagster_instance)
     finished(dagster_instance, gold, *GOLD)
-    assert tick() >= GOLD
+    assert not tick() & GOLD  # gold was requested this minute already
+    assert tick.next_minute() >= GOLD
+
+
+def test_gold_and_the_events_are_requested_at_most_once_a_minute_and_miss_no_commit(
+    dagster_instance,
+):
+    # A run that follows its stream commits silver every 10-30 s; gold and the events it
+    # publishes take every commit since their last run, at most once a UTC minute.
+    downstream = GOLD | {file_trashed_events.key}
+    tick = Ticks(dagster_instance)
+    tick()
+    materialized(dagster_instance, *SILVER)
+    checked(dagster_instance)
+    assert tick() >= downstream  # the first request of the minute goes at once
+    gold = in_progress(dagster_instance, *downstream)
+    finished(dagster_instance, gold, *downstream)
+    for _ in range(3):  # three more silver batches in the same minute
+        materialized(dagster_instance, *SILVER)
+        checked(dagster_instance)
+        assert not tick() & downstream
+    assert tick.next_minute() >= downstream  # all three, in one request
+    gold = in_progress(dagster_instance, *downstream)
+    finished(dagster_instance, gold, *downstream)
+    assert not tick.next_minute() & downstream  # nothing new since: no request
