@@ -13,6 +13,12 @@ warehouse and Derby's home under the data directory, so the working directory ge
 `spark-warehouse/`, `metastore_db/` or `derby.log`), listening on loopback only. It logs to a
 file; `stop()` ends it (SIGTERM to its process group, SIGKILL after `STOP_WAIT` seconds).
 
+`warm_up()` then gives a new server, once, the kinds of work every run's first batch does (a
+Delta write of rows a Python `mapInArrow` made, a MERGE, a local checkpoint, an aggregate).
+That cost is the JVM's (classes loaded, code compiled, the Python worker daemon started),
+not a session's: on a new server the first such write, MERGE and checkpoint took 14.9, 10.9
+and 3.5 s, and the same in a second session 2.4, 4.2 and 2.7 s (docs/performance.md).
+
 Examples:
     >>> with ConnectServer(SparkSettings.resolve(), Path(".data/spark-connect.log")) as server:
     ...     os.environ["SPARK_REMOTE"] = server.url
@@ -21,10 +27,13 @@ Examples:
 from __future__ import annotations
 
 import os
+import shutil
 import signal
 import socket
 import subprocess
 import time
+import uuid
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Self
 
@@ -37,6 +46,7 @@ SERVER_CLASS = "org.apache.spark.sql.connect.service.SparkConnectServer"
 READY = "Spark Connect server started at"  # what the server logs once it listens
 START_TIMEOUT = 180.0  # seconds; a loaded 2-core machine starts a JVM slowly
 STOP_WAIT = 15.0  # seconds between SIGTERM and SIGKILL
+WARM_UP_ROWS = 2000  # enough for every step of the warm-up to run real tasks
 
 
 class SparkConnectServerError(RuntimeError):
@@ -142,3 +152,37 @@ class ConnectServer:
 
     def __exit__(self, *exc_info: object) -> None:
         self.stop()
+
+
+def _same_batches(batches: Iterator) -> Iterator:
+    """The warm-up's `mapInArrow` function: each Arrow batch as it came (a Python worker's
+    round trip, as the ingest's readers make)."""
+    yield from batches
+
+
+def warm_up(url: str, scratch: Path) -> float:
+    """Makes a new Connect server at `url` pay, once, what every run's first batch would pay
+    on it: a Delta table written under `scratch` from a `mapInArrow` frame, a MERGE into it, a
+    local checkpoint of it and an aggregate. The table is deleted afterwards.
+
+    Returns:
+        The seconds it took.
+    """
+    from pyspark.sql import SparkSession  # the client only where a server is warmed up
+
+    started = time.monotonic()
+    table = scratch / f"spark-connect-warm-up-{uuid.uuid4().hex}"
+    spark = SparkSession.builder.remote(url).create()
+    try:
+        frame = spark.range(WARM_UP_ROWS).selectExpr("id", "CAST(id AS STRING) AS text")
+        frame.mapInArrow(_same_batches, frame.schema).write.format("delta").save(str(table))
+        spark.sql(
+            f"MERGE INTO delta.`{table}` AS t USING (SELECT id, CAST(id AS STRING) AS text "
+            f"FROM range({WARM_UP_ROWS // 2}, {WARM_UP_ROWS * 3 // 2})) AS s ON t.id = s.id "
+            "WHEN NOT MATCHED THEN INSERT *"
+        )
+        spark.read.format("delta").load(str(table)).localCheckpoint().groupBy().count().collect()
+    finally:
+        spark.stop()
+        shutil.rmtree(table, ignore_errors=True)
+    return time.monotonic() - started

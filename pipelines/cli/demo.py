@@ -69,8 +69,8 @@ def spark_server(settings: Settings, say: Callable[[str], None] = say) -> Iterat
     """Yields the Spark Connect URL the runs should use, or None for a JVM per run.
 
     `$SPARK_REMOTE` if set (a server someone else runs); None if `JSL_DEV_SPARK_CONNECT` is
-    off; else a server started here (`resources/spark_connect.py`, log in the data dir),
-    stopped on exit.
+    off; else a server started here (`resources/spark_connect.py`, log in the data dir) and
+    warmed up (`warm_up`, a scratch table in the data dir), stopped on exit.
     """
     if os.environ.get("SPARK_REMOTE"):
         say(f"using Spark Connect at {os.environ['SPARK_REMOTE']} (SPARK_REMOTE)")
@@ -81,12 +81,21 @@ def spark_server(settings: Settings, say: Callable[[str], None] = say) -> Iterat
         yield None
         return
     from resources.spark import SparkSettings  # pyspark: only for `jsl dev`, not every jsl
-    from resources.spark_connect import ConnectServer
+    from resources.spark_connect import ConnectServer, warm_up
 
     log = settings.data_dir / "spark-connect.log"
     say(f"starting a Spark Connect server for the runs (log: {log})")
     with ConnectServer(SparkSettings.resolve(data_dir=str(settings.data_dir)), log) as server:
         say(f"Spark Connect server at {server.url}; runs use it (SPARK_REMOTE)")
+        try:
+            seconds = warm_up(server.url, settings.data_dir)
+        except Exception as error:  # the server still serves; only its first run is slower
+            say(
+                f"warning: warming the Spark Connect server up failed ({error}); its first run "
+                f"pays for it. The server's log is {log}"
+            )
+        else:
+            say(f"Spark Connect server warmed up in {seconds:.1f} s (Delta, Python workers)")
         try:
             yield server.url
         finally:

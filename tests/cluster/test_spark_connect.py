@@ -127,3 +127,25 @@ def test_silver_gold_downstream_and_maintenance_pass_their_own_tests_over_connec
 
     assert child.returncode == 0, (child.stdout + child.stderr)[-6000:]
     assert f"{len(PIPELINE_TESTS)} passed" in child.stdout
+
+
+def test_the_warm_up_writes_merges_and_checkpoints_on_the_server_and_leaves_no_table(
+    connect_url, tmp_path
+):
+    # What `jsl dev` does once its server listens (resources.spark_connect.warm_up), in a
+    # child: a Connect client of its own, as a run's process is.
+    script = (
+        "import sys; from pathlib import Path; from resources.spark_connect import warm_up; "
+        "print(warm_up(sys.argv[1], Path(sys.argv[2])))"
+    )
+    child = subprocess.run(
+        [sys.executable, "-c", script, connect_url, str(tmp_path)],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        timeout=CHILD_TIMEOUT,
+    )
+
+    assert child.returncode == 0, (child.stdout + child.stderr)[-3000:]
+    assert float(child.stdout.strip().splitlines()[-1]) > 0
+    assert not list(tmp_path.iterdir())  # its scratch table is gone

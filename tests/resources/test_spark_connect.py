@@ -104,6 +104,8 @@ def test_dev_uses_spark_remote_or_starts_a_server_unless_turned_off(
     for name, value in environ.items():
         monkeypatch.setenv(name, value)
     monkeypatch.setattr(spark_connect, "ConnectServer", FakeServer)
+    warmed = []
+    monkeypatch.setattr(spark_connect, "warm_up", lambda url, scratch: warmed.append(url) or 1.5)
     FakeServer.started.clear()
     settings = Settings.from_env({"LAKEHOUSE_DATA_DIR": str(tmp_path)})
     said = []
@@ -117,3 +119,26 @@ def test_dev_uses_spark_remote_or_starts_a_server_unless_turned_off(
     )
     assert all(server.stopped for server in FakeServer.started)
     assert said
+    # A server started here is warmed up once; one someone else runs is left as it is.
+    assert warmed == (["sc://127.0.0.1:1"] if starts else [])
+    assert ("Spark Connect server warmed up in 1.5 s (Delta, Python workers)" in said) == starts
+
+
+def test_a_failed_warm_up_is_reported_and_the_server_still_used(monkeypatch, tmp_path):
+    for name in ("SPARK_REMOTE", "JSL_DEV_SPARK_CONNECT"):
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setattr(spark_connect, "ConnectServer", FakeServer)
+
+    def fails(url, scratch):
+        raise RuntimeError("[DELTA_TABLE_NOT_FOUND] no such table")
+
+    monkeypatch.setattr(spark_connect, "warm_up", fails)
+    settings = Settings.from_env({"LAKEHOUSE_DATA_DIR": str(tmp_path)})
+    said = []
+
+    with demo.spark_server(settings, say=said.append) as url:
+        assert url == "sc://127.0.0.1:1"
+
+    warning = next(line for line in said if line.startswith("warning:"))
+    assert "[DELTA_TABLE_NOT_FOUND] no such table" in warning
+    assert str(tmp_path / "spark-connect.log") in warning
