@@ -89,9 +89,10 @@ file_trash_pipeline_job = define_asset_job(
 )
 
 # Declarative automation for the whole code location (silver after a replay or a bronze run
-# launched alone, gold and the downstream events after silver, declared aggregates), in place
-# of Dagster's default_automation_condition_sensor, whose interval is fixed at 30 s. Each
-# asset waits on average half the interval after its upstream commits (docs/automation.md).
+# launched alone, gold and the downstream events after silver at most once a minute,
+# declared aggregates), in place of Dagster's default_automation_condition_sensor, whose
+# interval is fixed at 30 s. Each asset waits on average half the interval after its upstream
+# commits, gold and the events up to a minute more (docs/automation.md).
 automation_sensor = AutomationConditionSensorDefinition(
     "lakehouse_automation_sensor",
     target=AssetSelection.all(),
