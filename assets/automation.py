@@ -19,11 +19,12 @@ remember in KV or in the table's own history where they stopped:
 nor before the checks of the upstream's latest materialisation have run.
 
 `AFTER_UPSTREAM_CHECKS_AT_MOST_EVERY_MINUTE` (gold, the downstream events) is that, requested
-at most once per UTC minute: a silver commit that comes while the minute's request has been
-made waits for the next minute, then goes in that request with every commit since. A run
-that keeps following its stream commits silver every 10-30 s; a gold run per commit was a new
-process and Spark session each time, and took about half of the two cores silver needed
-(docs/performance.md, "What gold's runs cost"). Gold is at most about a minute behind silver.
+at most once per UTC minute: a silver commit that comes after the minute's request waits for
+the next minute, then goes in that request with every commit since. A run that keeps
+following its stream commits silver every 10-30 s; with a gold run (a new process and Spark
+session) per commit, each silver batch took about twice as long on two cores
+(docs/performance.md, "Freshness: publish to silver"). Gold is requested up to a minute
+after a silver commit, then visible after its run.
 """
 
 from dagster import AutomationCondition

@@ -17,7 +17,8 @@ file; `stop()` ends it (SIGTERM to its process group, SIGKILL after `STOP_WAIT` 
 Delta write of rows a Python `mapInArrow` made, a MERGE, a local checkpoint, an aggregate).
 That cost is the JVM's (classes loaded, code compiled, the Python worker daemon started),
 not a session's: on a new server the first such write, MERGE and checkpoint took 14.9, 10.9
-and 3.5 s, and the same in a second session 2.4, 4.2 and 2.7 s (docs/performance.md).
+and 3.5 s, and the same in a second session 2.4, 4.2 and 2.7 s (bench/HISTORY.md, "Issue
+35: gold once a minute, a warm server").
 
 Examples:
     >>> with ConnectServer(SparkSettings.resolve(), Path(".data/spark-connect.log")) as server:
@@ -163,10 +164,19 @@ def _same_batches(batches: Iterator) -> Iterator:
 def warm_up(url: str, scratch: Path) -> float:
     """Makes a new Connect server at `url` pay, once, what every run's first batch would pay
     on it: a Delta table written under `scratch` from a `mapInArrow` frame, a MERGE into it, a
-    local checkpoint of it and an aggregate. The table is deleted afterwards.
+    local checkpoint of it and an aggregate. The table is deleted afterwards, whatever
+    happened. It waits as long as the server takes (`jsl dev` calls it right after `start()`
+    saw the server listen).
+
+    Args:
+        url: the server's `sc://` URL.
+        scratch: a directory the server can write to (the data directory).
 
     Returns:
         The seconds it took.
+
+    Raises:
+        Exception: whatever the Spark Connect client raised; `jsl dev` reports it and goes on.
     """
     from pyspark.sql import SparkSession  # the client only where a server is warmed up
 
@@ -183,6 +193,8 @@ def warm_up(url: str, scratch: Path) -> float:
         )
         spark.read.format("delta").load(str(table)).localCheckpoint().groupBy().count().collect()
     finally:
-        spark.stop()
-        shutil.rmtree(table, ignore_errors=True)
+        try:
+            spark.stop()
+        finally:
+            shutil.rmtree(table, ignore_errors=True)
     return time.monotonic() - started

@@ -260,3 +260,22 @@ def test_gold_and_the_events_are_requested_at_most_once_a_minute_and_miss_no_com
     gold = in_progress(dagster_instance, *downstream)
     finished(dagster_instance, gold, *downstream)
     assert not tick.next_minute() & downstream  # nothing new since: no request
+
+
+def test_a_request_in_the_last_second_of_a_minute_does_not_hold_back_the_next_minute(
+    dagster_instance,
+):
+    # The request is seen on the evaluation after it, which here also sees the minute's tick:
+    # the tick wins, since the request was made before it.
+    downstream = GOLD | {file_trashed_events.key}
+    tick = Ticks(dagster_instance)
+    tick()
+    materialized(dagster_instance, *SILVER)
+    checked(dagster_instance)
+    tick.now = tick.now.replace(second=58)
+    assert tick() >= downstream  # at :59
+    gold = in_progress(dagster_instance, *downstream)
+    finished(dagster_instance, gold, *downstream)
+    materialized(dagster_instance, *SILVER)
+    checked(dagster_instance)
+    assert tick.next_minute() >= downstream  # at :01 of the next minute
