@@ -30,7 +30,6 @@ from pipelines.ingest.spec import IngestSpec
 from pipelines.lakehouse.delta_tables import table_rows
 from resources.jetstream import JetStreamClient, JetStreamResource, StreamSpec
 from resources.lakehouse import TABLE_METADATA_KEY, LakehouseResource
-from resources.quality import import_gx_in_background
 from resources.spark import SparkResource
 
 BRONZE_COLUMN_SCHEMA = TableSchema(
@@ -119,9 +118,6 @@ def build_bronze_asset(
     ) -> MaterializeResult:
         """Lands the consumer's next range in the bronze Delta table, exactly once; with
         nothing new (found without Spark), reports so without starting Spark."""
-        # Other assets after this one in the run (silver, with `silver_in_ingest_run`):
-        # Great Expectations' import overlaps the landing instead of following it.
-        validates_next = bool(context.selected_asset_keys - {context.asset_key})
         landed = land(
             client=jetstream.get_client(),
             session=spark.get_session,
@@ -130,7 +126,6 @@ def build_bronze_asset(
             run_id=context.run.run_id,
             until=config.end_seq,
             log=context.log,
-            while_landing=import_gx_in_background if validates_next else None,
         )
         return MaterializeResult(metadata=landed.metadata)
 
@@ -164,15 +159,12 @@ def land(
     run_id: str,
     until: int | None,
     log: logging.Logger | DagsterLogManager,
-    while_landing: Callable[[], object] | None = None,
 ) -> Landed:
     """Lands `spec`'s next range (up to `until`) in its bronze table at `path`, exactly once.
 
     With nothing new (found without Spark: `pipelines.ingest.idle`), `session` is not called
     and the result is None. The bronze asset calls it once per run; the contract's silver step
-    of a run that keeps going (`assets.follow`) once per further batch. `while_landing` is
-    called once the session is up, before the range is read: work the run needs next, started
-    to overlap the landing (the bronze asset starts Great Expectations' import there).
+    of a run that keeps going (`assets.follow`) once per further batch.
     """
     checkpoints = client.create_key_value(spec.checkpoint_bucket_spec())
     idle = nothing_to_land(client, spec, path, checkpoints=checkpoints, until=until)
@@ -181,8 +173,6 @@ def land(
         metadata = ingest_metadata(idle.result, idle.rows, path)
         return Landed(None, {**metadata, **finding_metadata(idle.finding)})
     spark = session()
-    if while_landing is not None:
-        while_landing()
     result = ingest(
         client,
         spark,

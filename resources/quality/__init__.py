@@ -8,11 +8,10 @@ modules are, in dependency order:
   `ValidationReport` (what was found), `DataQualityError`.
 - `gx_runner`: `validate_dataframe`, which runs a suite in an ephemeral GX context.
 - `resource`: `DataQualityResource`, which hands `validate_dataframe` to assets with its
-  settings, and `import_gx_in_background`.
+  settings.
 
 GX is imported on first use, not at import (it takes seconds): importing this package, or the
-code location, does not load it. A run that validates after landing bronze starts the import
-in the background while it lands (`import_gx_in_background`, from the bronze asset).
+code location, does not load it.
 """
 
 from resources.quality.gx_runner import RESULT_FORMATS, validate_dataframe
@@ -23,7 +22,7 @@ from resources.quality.model import (
     QualitySuite,
     ValidationReport,
 )
-from resources.quality.resource import DataQualityResource, import_gx_in_background
+from resources.quality.resource import DataQualityResource
 
 __all__ = [
     "RESULT_FORMATS",
@@ -33,6 +32,5 @@ __all__ = [
     "QualityCheck",
     "QualitySuite",
     "ValidationReport",
-    "import_gx_in_background",
     "validate_dataframe",
 ]

@@ -11,11 +11,10 @@ from __future__ import annotations
 
 import datetime as dt
 import importlib
-import sys
 import threading
 from typing import TYPE_CHECKING, Any
 
-from dagster import ConfigurableResource
+from dagster import ConfigurableResource, InitResourceContext
 from pydantic import Field
 
 from resources.quality.gx_runner import validate_dataframe
@@ -31,31 +30,26 @@ GX_MODULES = (
     "great_expectations.expectations",
     "great_expectations.data_context.types.base",
 )
-IMPORT_THREAD = "jsl-import-gx"
 
 
-def import_gx_in_background() -> threading.Thread | None:
-    """Starts importing Great Expectations in a daemon thread and returns it (None: GX is
-    imported already).
+def import_gx_in_background() -> threading.Thread:
+    """Starts importing Great Expectations in a daemon thread and returns it.
 
     A run that lands bronze and then validates silver would otherwise import GX only at its
-    first validation, on its first batch's critical path; the bronze step, meanwhile, mostly
-    waits on Spark and NATS. The bronze asset starts it once its Spark session is up, so
-    pyspark's client, pandas and pyarrow, which GX imports too, are loaded by then. A
-    validation that comes before the import is done waits for it on Python's import lock. A
-    failed import is left for the validation's own import to raise, where it is reported.
+    first validation, on the critical path of its first batch. Meanwhile the run's bronze
+    step mostly waits on Spark and NATS. A validation that comes before the import is done
+    waits for it on Python's module lock. A failed import is left for the validation's own
+    import to raise.
     """
-    if all(name in sys.modules for name in GX_MODULES):
-        return None
 
     def load() -> None:
         for name in GX_MODULES:
             try:
                 importlib.import_module(name)
-            except Exception:  # raised again by the validation's own import, and reported
+            except Exception:  # the validation's own import raises it, where it is reported
                 return
 
-    thread = threading.Thread(target=load, name=IMPORT_THREAD, daemon=True)
+    thread = threading.Thread(target=load, name="jsl-import-gx", daemon=True)
     thread.start()
     return thread
 
@@ -94,6 +88,11 @@ class DataQualityResource(ConfigurableResource):
         "pandas, for the checks whose verdict is provably Spark's (the others on Spark); 0: "
         "every check on Spark.",
     )
+
+    def setup_for_execution(self, context: InitResourceContext) -> None:
+        """Imports GX in the background from the run's start (`import_gx_in_background`): a
+        run initialises this resource only when one of its steps validates."""
+        import_gx_in_background()
 
     def validate_dataframe(
         self,

@@ -1,13 +1,12 @@
 """The bronze asset, end to end: real nats-server, real Spark + Delta, a real Dagster instance."""
 
 import datetime as dt
-import logging
 
 import pytest
 from dagster import materialize
 from delta.tables import DeltaTable
 
-from assets.bronze import build_bronze_asset, build_stream_asset_spec, land
+from assets.bronze import build_bronze_asset, build_stream_asset_spec
 from pipelines.file_trash.events import FILE_DELETED_SUBJECT, generate_file_deleted_events
 from pipelines.ingest.spec import IngestSpec
 from resources.jetstream import StreamSpec, Topology, reconcile
@@ -119,32 +118,3 @@ def test_bronze_stores_payloads_exactly_as_published_even_when_malformed(
     rows = DeltaTable.forPath(spark, f"{table_root}/{ingest.table}").toDF().orderBy("seq").collect()
     assert [bytes(r.payload) for r in rows] == raw
     assert all(r.headers == {"X-Test": "yes"} for r in rows)
-
-
-def test_work_to_overlap_the_landing_starts_once_spark_is_up_and_never_when_idle(
-    js, spark, ingest, table_root
-):
-    # The bronze asset hands `land` Great Expectations' import when silver follows in its run.
-    calls = []
-
-    def session():
-        calls.append("session")
-        return spark
-
-    def land_next():
-        return land(
-            client=js,
-            session=session,
-            spec=ingest,
-            path=f"{table_root}/{ingest.table}",
-            run_id="overlap",
-            until=None,
-            log=logging.getLogger("test"),
-            while_landing=lambda: calls.append("while landing"),
-        )
-
-    assert not land_next().took_rows  # nothing published: no Spark, nothing started
-    assert calls == []
-    publish_events(js, ingest, 20, seed=6)
-    assert land_next().took_rows
-    assert calls == ["session", "while landing"]
