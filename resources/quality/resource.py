@@ -10,11 +10,9 @@ the key `quality` in `pipelines/wiring/default_resources.py`.
 from __future__ import annotations
 
 import datetime as dt
-import importlib
-import threading
 from typing import TYPE_CHECKING, Any
 
-from dagster import ConfigurableResource, InitResourceContext
+from dagster import ConfigurableResource
 from pydantic import Field
 
 from resources.quality.gx_runner import validate_dataframe
@@ -23,35 +21,6 @@ from resources.quality.model import QualitySuite, ValidationReport
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame
-
-# What a validation imports first (`gx_runner._run_gx`): 5-6 s of CPU on two cores.
-GX_MODULES = (
-    "great_expectations",
-    "great_expectations.expectations",
-    "great_expectations.data_context.types.base",
-)
-
-
-def import_gx_in_background() -> threading.Thread:
-    """Starts importing Great Expectations in a daemon thread and returns it.
-
-    A run that lands bronze and then validates silver would otherwise import GX only at its
-    first validation, on the critical path of its first batch. Meanwhile the run's bronze
-    step mostly waits on Spark and NATS. A validation that comes before the import is done
-    waits for it on Python's module lock. A failed import is left for the validation's own
-    import to raise.
-    """
-
-    def load() -> None:
-        for name in GX_MODULES:
-            try:
-                importlib.import_module(name)
-            except Exception:  # the validation's own import raises it, where it is reported
-                return
-
-    thread = threading.Thread(target=load, name="jsl-import-gx", daemon=True)
-    thread.start()
-    return thread
 
 
 class DataQualityResource(ConfigurableResource):
@@ -88,11 +57,6 @@ class DataQualityResource(ConfigurableResource):
         "pandas, for the checks whose verdict is provably Spark's (the others on Spark); 0: "
         "every check on Spark.",
     )
-
-    def setup_for_execution(self, context: InitResourceContext) -> None:
-        """Imports GX in the background from the run's start (`import_gx_in_background`): a
-        run initialises this resource only when one of its steps validates."""
-        import_gx_in_background()
 
     def validate_dataframe(
         self,

@@ -7,7 +7,6 @@ import os
 import socket
 import subprocess
 import sys
-from pathlib import Path
 
 import pytest
 from dagster import AssetExecutionContext, asset, materialize
@@ -322,29 +321,3 @@ def test_empty_frame_passes_and_counts_no_rows(spark):
     assert {(o.success, o.element_count, o.unexpected_count) for o in report.outcomes} == {
         (True, 0, None)
     }
-
-
-def test_a_run_that_validates_imports_gx_from_its_start_in_the_background():
-    # A fresh interpreter, as a run's process is: initialising the resource (what Dagster does
-    # at a run's start when a step needs it) starts the import in a thread of its own.
-    script = """
-import sys, threading
-from dagster import build_resources
-from resources.quality import DataQualityResource
-assert "great_expectations" not in sys.modules
-with build_resources({"quality": DataQualityResource()}):
-    importing = [t for t in threading.enumerate() if t.name == "jsl-import-gx"]
-    for thread in importing:
-        thread.join()
-print(len(importing), "great_expectations.expectations" in sys.modules)
-"""
-    child = subprocess.run(
-        [sys.executable, "-c", script],
-        cwd=Path(__file__).resolve().parents[2],
-        capture_output=True,
-        text=True,
-        timeout=300,
-    )
-
-    assert child.returncode == 0, child.stderr[-3000:]
-    assert child.stdout.split() == ["1", "True"]
