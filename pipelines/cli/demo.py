@@ -70,7 +70,8 @@ def spark_server(settings: Settings, say: Callable[[str], None] = say) -> Iterat
 
     `$SPARK_REMOTE` if set (a server someone else runs); None if `JSL_DEV_SPARK_CONNECT` is
     off; else a server started here (`resources/spark_connect.py`, log in the data dir) and
-    warmed up (`warm_up`, a scratch table in the data dir), stopped on exit.
+    warmed up (`warm_up`, a scratch table in the data dir; not if `JSL_DEV_SPARK_WARM_UP` is
+    off, when the first run pays for it), stopped on exit.
     """
     if os.environ.get("SPARK_REMOTE"):
         say(f"using Spark Connect at {os.environ['SPARK_REMOTE']} (SPARK_REMOTE)")
@@ -81,25 +82,35 @@ def spark_server(settings: Settings, say: Callable[[str], None] = say) -> Iterat
         yield None
         return
     from resources.spark import SparkSettings  # pyspark: only for `jsl dev`, not every jsl
-    from resources.spark_connect import ConnectServer, warm_up
+    from resources.spark_connect import ConnectServer
 
     log = settings.data_dir / "spark-connect.log"
     say(f"starting a Spark Connect server for the runs (log: {log})")
     with ConnectServer(SparkSettings.resolve(data_dir=str(settings.data_dir)), log) as server:
         say(f"Spark Connect server at {server.url}; runs use it (SPARK_REMOTE)")
-        try:
-            seconds = warm_up(server.url, settings.data_dir)
-        except Exception as error:  # the server still serves; only its first run is slower
-            say(
-                f"warning: warming the Spark Connect server up failed ({error}); its first run "
-                f"pays for it. The server's log is {log}"
-            )
+        if os.environ.get("JSL_DEV_SPARK_WARM_UP", "").lower() in OFF:
+            say("Spark Connect server not warmed up (JSL_DEV_SPARK_WARM_UP is off)")
         else:
-            say(f"Spark Connect server warmed up in {seconds:.1f} s (Delta, Python workers)")
+            _warm(server.url, settings, log, say)
         try:
             yield server.url
         finally:
             say("stopping the Spark Connect server")
+
+
+def _warm(url: str, settings: Settings, log: Path, say: Callable[[str], None]) -> None:
+    """Warms the server at `url` up (`warm_up`); a failure is reported, not raised."""
+    from resources.spark_connect import warm_up
+
+    try:
+        seconds = warm_up(url, settings.data_dir)
+    except Exception as error:  # the server still serves; only its first run is slower
+        say(
+            f"warning: warming the Spark Connect server up failed ({error}); its first run "
+            f"pays for it. The server's log is {log}"
+        )
+    else:
+        say(f"Spark Connect server warmed up in {seconds:.1f} s (Delta, Python workers)")
 
 
 def jetstream(url: str) -> JetStreamResource:

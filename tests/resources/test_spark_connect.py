@@ -89,17 +89,18 @@ class FakeServer:
 
 
 @pytest.mark.parametrize(
-    ("environ", "expected", "starts"),
+    ("environ", "expected", "starts", "warms"),
     [
-        ({}, "sc://127.0.0.1:1", True),
-        ({"JSL_DEV_SPARK_CONNECT": "off"}, None, False),
-        ({"SPARK_REMOTE": "sc://spark.example:15002"}, "sc://spark.example:15002", False),
+        ({}, "sc://127.0.0.1:1", True, True),
+        ({"JSL_DEV_SPARK_WARM_UP": "off"}, "sc://127.0.0.1:1", True, False),
+        ({"JSL_DEV_SPARK_CONNECT": "off"}, None, False, False),
+        ({"SPARK_REMOTE": "sc://spark.example:15002"}, "sc://spark.example:15002", False, False),
     ],
 )
 def test_dev_uses_spark_remote_or_starts_a_server_unless_turned_off(
-    monkeypatch, tmp_path, environ, expected, starts
+    monkeypatch, tmp_path, environ, expected, starts, warms
 ):
-    for name in ("SPARK_REMOTE", "JSL_DEV_SPARK_CONNECT"):
+    for name in ("SPARK_REMOTE", "JSL_DEV_SPARK_CONNECT", "JSL_DEV_SPARK_WARM_UP"):
         monkeypatch.delenv(name, raising=False)
     for name, value in environ.items():
         monkeypatch.setenv(name, value)
@@ -119,13 +120,16 @@ def test_dev_uses_spark_remote_or_starts_a_server_unless_turned_off(
     )
     assert all(server.stopped for server in FakeServer.started)
     assert said
-    # A server started here is warmed up once; one someone else runs is left as it is.
-    assert warmed == (["sc://127.0.0.1:1"] if starts else [])
-    assert ("Spark Connect server warmed up in 1.5 s (Delta, Python workers)" in said) == starts
+    # A server started here is warmed up once, unless turned off; one someone else runs is
+    # left as it is.
+    assert warmed == (["sc://127.0.0.1:1"] if warms else [])
+    assert ("Spark Connect server warmed up in 1.5 s (Delta, Python workers)" in said) == warms
+    skipped = "Spark Connect server not warmed up (JSL_DEV_SPARK_WARM_UP is off)"
+    assert (skipped in said) == (starts and not warms)
 
 
 def test_a_failed_warm_up_is_reported_and_the_server_still_used(monkeypatch, tmp_path):
-    for name in ("SPARK_REMOTE", "JSL_DEV_SPARK_CONNECT"):
+    for name in ("SPARK_REMOTE", "JSL_DEV_SPARK_CONNECT", "JSL_DEV_SPARK_WARM_UP"):
         monkeypatch.delenv(name, raising=False)
     monkeypatch.setattr(spark_connect, "ConnectServer", FakeServer)
 

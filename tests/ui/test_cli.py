@@ -215,6 +215,9 @@ def test_make_dev_serves_the_ui_whose_daemon_runs_a_launched_ingest(tmp_path):
     port = free_port()
     env = subprocess_env(tmp_path / "data", nats_url=None)  # `make dev` starts its own server
     env["DAGSTER_WEBSERVER_PORT"] = str(port)
+    # Not warmed up (tested in tests/resources/ and tests/cluster/): the one run here pays for
+    # its first Delta write itself, rather than the warm-up's 20-30 s of both cores first.
+    env["JSL_DEV_SPARK_WARM_UP"] = "off"
     log_path = tmp_path / "make-dev.log"
     with log_path.open("wb") as log:
         # What `make dev` runs after `make setup` (the Makefile's recipe, checked below).

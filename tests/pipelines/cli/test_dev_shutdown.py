@@ -56,6 +56,9 @@ def kill_session(sid: int) -> None:
 
 def test_ctrl_c_on_jsl_dev_stops_dagster_and_its_children_then_the_server(tmp_path):
     env = subprocess_env(tmp_path / "data", nats_url=None)  # no NATS_URL: the embedded one
+    # The Spark Connect server is started and stopped, not warmed up: no run uses it here, and
+    # the warm-up (tested in tests/resources/ and tests/cluster/) took 20-30 s of both cores.
+    env["JSL_DEV_SPARK_WARM_UP"] = "off"
     port = free_port()
     log_path = tmp_path / "jsl-dev.log"
     with log_path.open("wb") as log:
