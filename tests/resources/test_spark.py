@@ -273,7 +273,9 @@ spark.stop()
 def test_managed_tables_leave_nothing_in_the_working_directory(tmp_path, catalog):
     work, data = tmp_path / "work", tmp_path / "data"
     work.mkdir()
-    unset = ("SPARK_REMOTE", "JSL_SPARK_MASTER", "JSL_SPARK_CONF", "SPARK_CONF_DIR")
+    # JSL_SPARK_CONF stays: the tests' JVM options (tests/conftest.py), which the Derby home is
+    # added to, as to any options of the user's.
+    unset = ("SPARK_REMOTE", "JSL_SPARK_MASTER", "SPARK_CONF_DIR")
     env = {k: v for k, v in os.environ.items() if k not in unset}
     env["LAKEHOUSE_DATA_DIR"] = str(data)
 
