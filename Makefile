@@ -11,10 +11,12 @@ PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.installed
 EVENTS ?= 1000
 PYTEST_ARGS ?=
-# The suite runs on two pytest-xdist workers, a test file to a worker (its module fixtures are
-# set up once), the slowest files first (tests/conftest.py; xdist would otherwise hand out the
-# files with the most tests first); TEST_WORKERS=0 runs it in one process.
-TEST_WORKERS ?= 2
+# The suite runs on three pytest-xdist workers on two cores (a third fills the time the other
+# two wait on children, servers and I/O: docs/performance.md, "The test suite's time"), a test
+# file to a worker (its module fixtures are set up once), the slowest files first
+# (tests/conftest.py; xdist would otherwise hand out the files with the most tests first);
+# TEST_WORKERS=0 runs it in one process.
+TEST_WORKERS ?= 3
 
 .PHONY: setup browser interop demo test dev lint bench clean lock
 

@@ -63,13 +63,16 @@ os.environ.setdefault("JSL_SPARK_CONF", json.dumps(TEST_SPARK_CONF))
 # their own (the UI's, the cluster's, the daemon's) set theirs.
 os.environ.setdefault("JSL_SPARK_SHUFFLE_PARTITIONS", "1")
 
-# `make test` runs the suite on two xdist workers (`--dist loadfile --no-loadscope-reorder`): a
-# test file's tests run on one worker, so its module fixtures start once, and the files go out
+# `make test` runs the suite on three xdist workers (`--dist loadfile --no-loadscope-reorder`) on
+# two cores: with two, the CPU was idle 8% of the run (a worker waiting on its children, servers
+# or I/O), with three 1.6%; 1718 s with two, 1455 s with three (2026-11-27, docs/performance.md
+# "The test suite's time"). A test file's tests run on one worker, so its module fixtures start
+# once, and the files go out
 # in the order below (xdist's default reorder hands out the files with the most tests first,
 # which left the slowest files, a test or two each, to the end). (`--dist loadgroup` would
 # let files share a worker, but pytest-xdist 3.8 cannot group under pytest 9: the test ids it
 # renames are not the ones pytest 9 reads.) The files sharing the UI's session webserver may
-# start it on both workers.
+# start it on more than one worker.
 # The slowest files, slowest first (`--durations=0` summed per file, 2026-11-26 21:19, on
 # 51f1c21): handed out first, so that no worker starts one while the other is almost done.
 SLOW_FIRST = (
