@@ -58,23 +58,22 @@ if "JSL_SPARK_CONF" not in os.environ and "PYTEST_XDIST_WORKER" not in os.enviro
         )
 os.environ.setdefault("JSL_SPARK_CONF", json.dumps(TEST_SPARK_CONF))
 # One shuffle partition (and so one Delta snapshot partition): fewer tasks per query, where
-# the two workers keep both cores busy anyway. The same five files: 186 and 200 s with two
+# the workers keep both cores busy anyway. The same five files: 186 and 200 s with two
 # partitions, 177 and 178 s with one, alternating (2026-11-26). Tests that start servers of
 # their own (the UI's, the cluster's, the daemon's) set theirs.
 os.environ.setdefault("JSL_SPARK_SHUFFLE_PARTITIONS", "1")
 
 # `make test` runs the suite on three xdist workers (`--dist loadfile --no-loadscope-reorder`) on
-# two cores: with two, the CPU was idle 8% of the run (a worker waiting on its children, servers
-# or I/O), with three 1.6%; 1718 s with two, 1455 s with three (2026-11-27, docs/performance.md
-# "The test suite's time"). A test file's tests run on one worker, so its module fixtures start
-# once, and the files go out
-# in the order below (xdist's default reorder hands out the files with the most tests first,
-# which left the slowest files, a test or two each, to the end). (`--dist loadgroup` would
-# let files share a worker, but pytest-xdist 3.8 cannot group under pytest 9: the test ids it
-# renames are not the ones pytest 9 reads.) The files sharing the UI's session webserver may
-# start it on more than one worker.
+# two cores: a worker waits on its children, servers and I/O, and a third fills that time (the
+# CPU was idle 8.1% of a run with two, 1.6% with three; 2026-11-27, docs/performance.md "The
+# test suite's time"). A test file's tests run on one worker, so its module fixtures start
+# once, and the files go out in the order below (xdist's default reorder hands out the files
+# with the most tests first, which left the slowest files, a test or two each, to the end).
+# (`--dist loadgroup` would let files share a worker, but pytest-xdist 3.8 cannot group under
+# pytest 9: the test ids it renames are not the ones pytest 9 reads.) The files sharing the
+# UI's session webserver may start it on more than one worker.
 # The slowest files, slowest first (`--durations=0` summed per file, 2026-11-26 21:19, on
-# 51f1c21): handed out first, so that no worker starts one while the other is almost done.
+# 51f1c21): handed out first, so that no worker starts one while the others are almost done.
 SLOW_FIRST = (
     "tests/pipelines/silver/test_rejudge.py",  # 262 s
     "tests/ui/test_cli.py",  # 214 s

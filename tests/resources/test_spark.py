@@ -2,6 +2,7 @@
 the executors' Python and driver host on any master, the table-root check, the jar cache,
 the shipped code, and Spark's own state (warehouse, Derby) in the data directory."""
 
+import json
 import os
 import subprocess
 import sys
@@ -273,10 +274,13 @@ spark.stop()
 def test_managed_tables_leave_nothing_in_the_working_directory(tmp_path, catalog):
     work, data = tmp_path / "work", tmp_path / "data"
     work.mkdir()
-    # JSL_SPARK_CONF stays: the tests' JVM options (tests/conftest.py), which the Derby home is
-    # added to, as to any options of the user's.
-    unset = ("SPARK_REMOTE", "JSL_SPARK_MASTER", "SPARK_CONF_DIR")
+    unset = ("SPARK_REMOTE", "JSL_SPARK_MASTER", "JSL_SPARK_CONF", "SPARK_CONF_DIR")
     env = {k: v for k, v in os.environ.items() if k not in unset}
+    # Only the tests' JVM options (tests/conftest.py: the class archive, C1), which the Derby
+    # home is added to, as to any options of the user's; no other Spark conf of the session's.
+    options = json.loads(os.environ.get("JSL_SPARK_CONF") or "{}").get(JAVA_OPTIONS)
+    if options:
+        env["JSL_SPARK_CONF"] = json.dumps({JAVA_OPTIONS: options})
     env["LAKEHOUSE_DATA_DIR"] = str(data)
 
     done = subprocess.run(
