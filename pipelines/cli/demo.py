@@ -314,11 +314,11 @@ def _run_steps(out: DemoOutput, settings: Settings, events: int, bad_share: floa
 def run_dev(settings: Settings | None = None, extra_args: list[str] | None = None) -> int:
     """Starts the Dagster UI and daemon (`dagster dev`) against the embedded server.
 
-    The runs share one Spark Connect server started here (`spark_server`; a JVM per run
-    with `JSL_DEV_SPARK_CONNECT=off`). Ctrl-C (SIGINT), SIGTERM or SIGHUP go to `dagster
-    dev`'s own process group; it gets a grace period to shut down its webserver, daemon and
-    code servers, then SIGTERM and SIGKILL; whatever it left is killed; only then do the
-    Spark Connect server and the nats-server stop.
+    The runs share one Spark Connect server started and warmed up here (`spark_server`; a JVM
+    per run with `JSL_DEV_SPARK_CONNECT=off`, no warm-up with `JSL_DEV_SPARK_WARM_UP=off`).
+    Ctrl-C (SIGINT), SIGTERM or SIGHUP go to `dagster dev`'s own process group; it gets a grace
+    period to shut down its webserver, daemon and code servers, then SIGTERM and SIGKILL;
+    whatever it left is killed; only then do the Spark Connect server and the nats-server stop.
 
     Returns:
         `dagster dev`'s exit code, or 128 + the signal's number when a signal stopped it.
