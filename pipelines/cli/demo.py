@@ -64,6 +64,11 @@ def nats_server(settings: Settings, say: Callable[[str], None] = say) -> Iterato
 OFF = {"0", "off", "false", "no"}
 
 
+def turned_off(variable: str) -> bool:
+    """Whether the environment variable `variable` is set to off (`0`, `off`, `false`, `no`)."""
+    return os.environ.get(variable, "").lower() in OFF
+
+
 @contextlib.contextmanager
 def spark_server(settings: Settings, say: Callable[[str], None] = say) -> Iterator[str | None]:
     """Yields the Spark Connect URL the runs should use, or None for a JVM per run.
@@ -77,7 +82,7 @@ def spark_server(settings: Settings, say: Callable[[str], None] = say) -> Iterat
         say(f"using Spark Connect at {os.environ['SPARK_REMOTE']} (SPARK_REMOTE)")
         yield os.environ["SPARK_REMOTE"]
         return
-    if os.environ.get("JSL_DEV_SPARK_CONNECT", "").lower() in OFF:
+    if turned_off("JSL_DEV_SPARK_CONNECT"):
         say("Spark: a JVM per run (JSL_DEV_SPARK_CONNECT is off)")
         yield None
         return
@@ -88,22 +93,23 @@ def spark_server(settings: Settings, say: Callable[[str], None] = say) -> Iterat
     say(f"starting a Spark Connect server for the runs (log: {log})")
     with ConnectServer(SparkSettings.resolve(data_dir=str(settings.data_dir)), log) as server:
         say(f"Spark Connect server at {server.url}; runs use it (SPARK_REMOTE)")
-        if os.environ.get("JSL_DEV_SPARK_WARM_UP", "").lower() in OFF:
+        if turned_off("JSL_DEV_SPARK_WARM_UP"):
             say("Spark Connect server not warmed up (JSL_DEV_SPARK_WARM_UP is off)")
         else:
-            _warm(server.url, settings, log, say)
+            _warm(server.url, settings.data_dir, log, say)
         try:
             yield server.url
         finally:
             say("stopping the Spark Connect server")
 
 
-def _warm(url: str, settings: Settings, log: Path, say: Callable[[str], None]) -> None:
-    """Warms the server at `url` up (`warm_up`); a failure is reported, not raised."""
+def _warm(url: str, scratch: Path, log: Path, say: Callable[[str], None]) -> None:
+    """Warms the server at `url` up (`warm_up`, its scratch table under `scratch`); a failure
+    is reported, not raised."""
     from resources.spark_connect import warm_up
 
     try:
-        seconds = warm_up(url, settings.data_dir)
+        seconds = warm_up(url, scratch)
     except Exception as error:  # the server still serves; only its first run is slower
         say(
             f"warning: warming the Spark Connect server up failed ({error}); its first run "
