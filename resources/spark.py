@@ -112,6 +112,16 @@ def is_local_master(master: str) -> bool:
     return master.startswith("local")
 
 
+def local_cores(master: str) -> int | None:
+    """The task slots of a local master (`local` 1, `local[N]` and `local[N,F]` N, `local[*]`
+    this machine's cores); None for any other master."""
+    found = re.fullmatch(r"local(?:\[(\*|\d+)(?:,\s*\d+)?\])?", master.strip())
+    if found is None:
+        return None
+    slots = found.group(1) or "1"
+    return os.cpu_count() or 1 if slots == "*" else int(slots)
+
+
 def is_local_path(root: str) -> bool:
     """Whether `root` is a path on this host's filesystem (no scheme, or `file:`)."""
     return urlparse(root).scheme in ("", "file")
@@ -262,6 +272,13 @@ class SparkSettings:
         """The Maven packages the session needs: Delta's, then those `extra_conf` names."""
         return packages_with_delta(self.extra_conf.get("spark.jars.packages", ""))
 
+    @property
+    def snapshot_partitions(self) -> int:
+        """The tasks Delta rebuilds a table's state in: the shuffle partitions, at most the
+        task slots of a local master."""
+        slots = local_cores(self.master)
+        return self.shuffle_partitions if slots is None else min(self.shuffle_partitions, slots)
+
     def conf(self) -> dict[str, str]:
         """Every Spark conf key this factory sets, `extra_conf` included (it wins).
 
@@ -282,8 +299,10 @@ class SparkSettings:
             "spark.databricks.delta.retentionDurationCheck.enabled": "true",
             # Delta rebuilds a table's state (for every read, and for the txnAppId check of each
             # idempotent commit) in this many tasks; its default of 50 costs seconds per
-            # snapshot on a small machine. Scale it with the shuffle partitions.
-            "spark.databricks.delta.snapshotPartitions": str(self.shuffle_partitions),
+            # snapshot on a small machine. The shuffle partitions, but on a local master no
+            # more than its task slots (one wave): a warm silver batch of 3,000 rows took a
+            # median 10.0 s with 4 on `local[2]`, 7.0 s with 2 and with 1 (docs/performance.md).
+            "spark.databricks.delta.snapshotPartitions": str(self.snapshot_partitions),
             # VACUUM lists the table's directories in this many tasks, then pulls them to the
             # driver one partition per job; Spark's default of 10,000 made VACUUM of a
             # five-file table take 40-60 s on two cores, 3-5 s with 8 tasks (Delta's maintainers

@@ -20,6 +20,7 @@ from resources.spark import (
     SparkResource,
     SparkSettings,
     TableRootNotSharedError,
+    local_cores,
     session_builder,
 )
 from resources.spark_artifacts import build_code_zip, cached_jars, delta_package, store_jars
@@ -43,6 +44,27 @@ def test_defaults_size_the_driver_turn_on_delta_and_arrow_skip_the_write_sort_ke
     assert conf["spark.sql.codegen.cache.maxEntries"] == "2000"  # generated code reused
     # VACUUM's listing in as many tasks as the shuffle partitions, not Spark's 10,000.
     assert conf[LISTING_PARALLELISM] == "4"
+    # Delta's state in one wave of local[2]'s two task slots, not in 4 tasks (or Delta's 50).
+    assert conf["spark.databricks.delta.snapshotPartitions"] == "2"
+
+
+@pytest.mark.parametrize(
+    ("master", "slots"),
+    [
+        ("local", 1),
+        ("local[2]", 2),
+        ("local[3, 2]", 3),  # with retries
+        ("local[*]", os.cpu_count()),
+        ("spark://cluster:7077", None),
+        ("local-cluster[2,1,1024]", None),  # executors in JVMs of their own
+        ("k8s://https://api:6443", None),
+    ],
+)
+def test_delta_rebuilds_state_in_at_most_a_local_masters_task_slots(master, slots):
+    assert local_cores(master) == slots
+    settings = SparkSettings.resolve(master=master, shuffle_partitions=8, environ={})
+    expected = 8 if slots is None else min(8, slots)
+    assert settings.conf()["spark.databricks.delta.snapshotPartitions"] == str(expected)
 
 
 def test_environment_overrides_defaults_and_config_overrides_environment():
@@ -61,6 +83,7 @@ def test_environment_overrides_defaults_and_config_overrides_environment():
     assert from_env.conf()["spark.driver.memory"] == "8g"
     assert from_env.conf()["spark.sql.shuffle.partitions"] == "64"
     assert from_env.conf()[LISTING_PARALLELISM] == "64"
+    assert from_env.conf()["spark.databricks.delta.snapshotPartitions"] == "64"  # a cluster
     assert from_env.conf()["spark.ui.enabled"] == "true"
     assert from_env.conf()["spark.sql.ansi.enabled"] == "true"
     assert from_env.conf()["spark.jars"] == "/jars/delta-spark.jar,/jars/delta-storage.jar"
