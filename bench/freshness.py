@@ -2,10 +2,11 @@
 
 In a temporary data directory: an embedded nats-server with the project's topology
 provisioned, a Dagster instance configured as `make dev`'s (the queued run coordinator, one
-run at a time per ingest), the Spark Connect server `make dev` starts for the runs
-(`JSL_DEV_SPARK_CONNECT=off`: a JVM per run, as before), and `dagster-daemon run` on the
-project's `workspace.yaml`
-(the code location `pipelines.definitions`). The sensors `make dev` users turn on to land
+run at a time per ingest), the Spark Connect server `make dev` starts for the runs, warmed up
+first (`JSL_DEV_SPARK_CONNECT=off`: a JVM per run, as before; `JSL_DEV_SPARK_WARM_UP=off`: not
+warmed up, the first run pays for it; both read from this process's environment, as `jsl dev`
+reads them), and `dagster-daemon run` on the project's `workspace.yaml` (the code location
+`pipelines.definitions`). The sensors `make dev` users turn on to land
 events are started: the stream sensor of the ingest `file_events` (whose runs land bronze,
 then silver) and the code location's `lakehouse_automation_sensor` (gold after silver, silver
 after any other bronze materialisation); `--stream-sensor-only` leaves the latter off, so no
