@@ -114,12 +114,12 @@ def is_local_master(master: str) -> bool:
 
 def local_cores(master: str) -> int | None:
     """The task slots of a local master (`local` 1, `local[N]` and `local[N,F]` N, `local[*]`
-    this machine's cores); None for any other master."""
-    found = re.fullmatch(r"local(?:\[(\*|\d+)(?:,\s*\d+)?\])?", master.strip())
+    and `local[*,F]` this machine's cores); None for any other master."""
+    found = re.fullmatch(r"local(?:\[\s*(\*|\d+)\s*(?:,\s*\d+\s*)?\])?", master.strip())
     if found is None:
         return None
     slots = found.group(1) or "1"
-    return os.cpu_count() or 1 if slots == "*" else int(slots)
+    return (os.cpu_count() or 1) if slots == "*" else int(slots)
 
 
 def is_local_path(root: str) -> bool:
@@ -297,11 +297,13 @@ class SparkSettings:
             "spark.sql.extensions": DELTA_EXTENSION,
             "spark.sql.catalog.spark_catalog": DELTA_CATALOG,
             "spark.databricks.delta.retentionDurationCheck.enabled": "true",
-            # Delta rebuilds a table's state (for every read, and for the txnAppId check of each
-            # idempotent commit) in this many tasks; its default of 50 costs seconds per
-            # snapshot on a small machine. The shuffle partitions, but on a local master no
-            # more than its task slots (one wave): a warm silver batch of 3,000 rows took a
-            # median 10.0 s with 4 on `local[2]`, 7.0 s with 2 and with 1 (docs/performance.md).
+            # Delta rebuilds a table's state in this many partitions, and plans each read of a
+            # version the session has not seen yet (every read after a commit, a MERGE's read
+            # of its target, the txnAppId check of an idempotent commit) with jobs over it; its
+            # default of 50 costs seconds per snapshot on a small machine. The shuffle
+            # partitions, but on a local master no more than its task slots (one wave): a warm
+            # silver batch of 3,000 rows took a median 10.0 s with 4 on `local[2]`, 7.0 s with
+            # 2 and with 1 (docs/performance.md).
             "spark.databricks.delta.snapshotPartitions": str(self.snapshot_partitions),
             # VACUUM lists the table's directories in this many tasks, then pulls them to the
             # driver one partition per job; Spark's default of 10,000 made VACUUM of a

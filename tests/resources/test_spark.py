@@ -54,6 +54,8 @@ def test_defaults_size_the_driver_turn_on_delta_and_arrow_skip_the_write_sort_ke
         ("local", 1),
         ("local[2]", 2),
         ("local[3, 2]", 3),  # with retries
+        ("local[3,2]", 3),
+        ("local[*,4]", os.cpu_count()),
         ("local[*]", os.cpu_count()),
         ("spark://cluster:7077", None),
         ("local-cluster[2,1,1024]", None),  # executors in JVMs of their own

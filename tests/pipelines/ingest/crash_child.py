@@ -37,12 +37,7 @@ def main(argv: list[str]) -> int:
     if step not in STEPS:
         raise SystemExit(f"unknown step {step!r}; expected one of {STEPS}")
     spec = IngestSpec(**json.loads(spec_json))
-    spark = SparkResource(
-        ui_enabled=False,
-        shuffle_partitions=2,
-        driver_memory="1g",
-        extra_conf={"spark.databricks.delta.snapshotPartitions": "2"},
-    ).get_session()
+    spark = SparkResource(ui_enabled=False, shuffle_partitions=2, driver_memory="1g").get_session()
     with JetStreamResource(servers=url, connect_timeout=5, request_timeout=5).client() as js:
         run_ingest(
             js,
