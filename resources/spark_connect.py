@@ -36,7 +36,7 @@ import time
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Self
+from typing import NoReturn, Self
 
 import pyspark
 
@@ -47,6 +47,9 @@ SERVER_CLASS = "org.apache.spark.sql.connect.service.SparkConnectServer"
 READY = "Spark Connect server started at"  # what the server logs once it listens
 START_TIMEOUT = 180.0  # seconds; a loaded 2-core machine starts a JVM slowly
 STOP_WAIT = 15.0  # seconds between SIGTERM and SIGKILL
+# A port picked here is only free when picked: another process (a Spark driver's own ports,
+# say) can take it before the JVM binds it. Such a start is tried again on another port.
+BIND_ATTEMPTS = 3
 WARM_UP_ROWS = 2000  # enough for every step of the warm-up to run real tasks
 
 
@@ -89,6 +92,7 @@ class ConnectServer:
     def __init__(self, settings: SparkSettings, log: Path, *, port: int | None = None) -> None:
         self.settings = settings
         self.log = log
+        self._picked = port is None  # a port picked here may be taken by the time it binds
         self.port = port or free_port()
         self.url = f"sc://{LOOPBACK}:{self.port}"
         self._process: subprocess.Popen | None = None
@@ -96,9 +100,33 @@ class ConnectServer:
     def start(self, timeout: float = START_TIMEOUT) -> Self:
         """Starts the server and waits until it listens.
 
+        A port picked here (none given) that another process took before the server bound it
+        is replaced by another one, and the server started again, up to `BIND_ATTEMPTS`
+        starts in all (each waits up to `timeout` seconds); `url` follows the port.
+
         Raises:
             SparkConnectServerError: it exited or did not listen within `timeout` seconds;
                 the message holds the log's tail and its path.
+        """
+        for attempt in range(1, BIND_ATTEMPTS + 1):
+            if self._start(timeout):
+                return self
+            if not self._picked or attempt == BIND_ATTEMPTS:
+                break
+            self.port = free_port()
+            self.url = f"sc://{LOOPBACK}:{self.port}"
+        self._fail(timeout)
+
+    def _port_taken(self) -> bool:
+        """Whether the server's log says its port was taken."""
+        text = self.log.read_text(errors="replace")
+        return f"Failed to bind to address /{LOOPBACK}:{self.port}" in text
+
+    def _start(self, timeout: float) -> bool:
+        """One start; True once it listens, False if it exited because its port was taken.
+
+        Raises:
+            SparkConnectServerError: it exited otherwise, or did not listen in time.
         """
         self.log.parent.mkdir(parents=True, exist_ok=True)
         env = {**os.environ, "PYSPARK_PYTHON": self.settings.python}
@@ -114,9 +142,15 @@ class ConnectServer:
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline and self.running:
             if READY in self.log.read_text(errors="replace"):
-                return self
+                return True
             time.sleep(0.5)
-        code = self._process.poll()
+        if not self.running and self._port_taken():
+            return False  # it exited; `_fail` reads its code if no other start follows
+        self._fail(timeout)
+
+    def _fail(self, timeout: float) -> NoReturn:
+        """Stops the server and raises, with its exit code (or `timeout`) and its log's tail."""
+        code = None if self._process is None else self._process.poll()
         self.stop()
         what = (
             f"exited with code {code}" if code is not None else f"is not up after {timeout:.0f} s"

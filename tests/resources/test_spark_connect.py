@@ -64,6 +64,34 @@ def test_a_server_that_exits_raises_with_its_log(monkeypatch, tmp_path):
     assert "JSL_DEV_SPARK_CONNECT=off" in str(raised.value)
 
 
+def test_a_port_taken_before_the_server_binds_it_is_replaced_by_another(monkeypatch, tmp_path):
+    # A port picked here can be taken by another process before the JVM binds it (seen in
+    # the suite: "Failed to bind to address /127.0.0.1:36807"); then another is picked.
+    picked = iter([41001, 41002, 41003, 41004])
+    monkeypatch.setattr(spark_connect, "free_port", lambda: next(picked))
+    taken = {41001, 41002}
+
+    def command(settings, port):
+        if port in taken:
+            return ["sh", "-c", f"echo 'BindException: Failed to bind to address /127.0.0.1:{port}'"
+                    "; exit 255"]  # fmt: skip
+        return ["sh", "-c", "echo 'Spark Connect server started at 127.0.0.1'; sleep 600"]
+
+    monkeypatch.setattr(spark_connect, "server_command", command)
+    with ConnectServer(SparkSettings.resolve(environ={}), tmp_path / "s.log") as server:
+        assert server.running
+        assert (server.port, server.url) == (41003, "sc://127.0.0.1:41003")
+
+    taken.add(41004)  # a port given by the caller is theirs: not replaced
+    with pytest.raises(SparkConnectServerError, match="on port 41004 exited with code 255"):
+        ConnectServer(SparkSettings.resolve(environ={}), tmp_path / "t.log", port=41004).start()
+
+    picked = iter([41005, 41006, 41007])  # every port taken: BIND_ATTEMPTS starts, then the error
+    taken.update({41005, 41006, 41007})
+    with pytest.raises(SparkConnectServerError, match="on port 41007 exited with code 255"):
+        ConnectServer(SparkSettings.resolve(environ={}), tmp_path / "u.log").start()
+
+
 def test_a_server_that_does_not_listen_in_time_is_stopped(monkeypatch, tmp_path):
     fake_submit(monkeypatch, "sleep 600")
     server = ConnectServer(SparkSettings.resolve(environ={}), tmp_path / "s.log")
