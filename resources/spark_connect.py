@@ -85,7 +85,7 @@ class ConnectServer:
     """A Spark Connect server process started with `start()` (or `with`), ended by `stop()`.
 
     Attributes:
-        url: `sc://127.0.0.1:<port>`, what `SPARK_REMOTE` takes.
+        port: the port it listens on (another one after a start whose picked port was taken).
         log: the server's stdout and stderr.
     """
 
@@ -94,8 +94,12 @@ class ConnectServer:
         self.log = log
         self._picked = port is None  # a port picked here may be taken by the time it binds
         self.port = port or free_port()
-        self.url = f"sc://{LOOPBACK}:{self.port}"
         self._process: subprocess.Popen | None = None
+
+    @property
+    def url(self) -> str:
+        """`sc://127.0.0.1:<port>`, what `SPARK_REMOTE` takes."""
+        return f"sc://{LOOPBACK}:{self.port}"
 
     def start(self, timeout: float = START_TIMEOUT) -> Self:
         """Starts the server and waits until it listens.
@@ -114,7 +118,6 @@ class ConnectServer:
             if not self._picked or attempt == BIND_ATTEMPTS:
                 break
             self.port = free_port()
-            self.url = f"sc://{LOOPBACK}:{self.port}"
         self._fail(timeout)
 
     def _port_taken(self) -> bool:
