@@ -27,6 +27,7 @@ from pipelines.contract.fields import (
     check_unique_columns,
     field_source,
 )
+from pipelines.contract.schema_check import SchemaCheck
 
 __all__ = ["CLOUDEVENTS_FIELDS", "Envelope", "EnvelopePreset", "EventType", "UnknownFields"]
 
@@ -55,6 +56,8 @@ class EventType:
         derived: columns computed after the fields.
         unknown_fields: what to do with undeclared fields.
         description: what it means.
+        schema_check: the payload's JSON Schema, for the keywords no column or column rule
+            can judge (rule `schema_valid`); None when the columns judge everything.
     """
 
     name: str
@@ -64,6 +67,11 @@ class EventType:
     derived: tuple[DerivedColumn, ...] = ()
     unknown_fields: UnknownFields = UnknownFields.IGNORE
     description: str | None = None
+    # Quiet in the repr while None: the fingerprint of an event type without one is as it was.
+    schema_check: SchemaCheck | None = None
+
+    def __repr__(self) -> str:
+        return stable_repr(self, ("schema_check",))
 
     def __post_init__(self) -> None:
         if not isinstance(self.name, str) or not self.name:

@@ -138,7 +138,26 @@ def default_column(path: str) -> str:
         return f"subject_{source.index}"
     if source.kind is SourceKind.CLOUDEVENTS:
         return f"ce_{source.name}"
-    return snake_case(path.rsplit(".", 1)[-1])
+    return key_column(path.rsplit(".", 1)[-1])
+
+
+def key_column(key: str) -> str:
+    """A JSON key's column name: its snake_case (`fileSize` -> `file_size`); a key that has
+    other characters than letters, digits, `_`, `-`, `.` and spaces, or that would start with
+    a digit, has each such character written as `x` and its hex code instead (`+1` ->
+    `x2b_1`, `-1` -> `x2d_1`, `1st` -> `_1st`), so that those keys stay apart."""
+    name = snake_case(key)
+    if re.fullmatch(r"[A-Za-z0-9_\- .]*", key) and name[:1].isalpha():
+        return name
+    chars = (c if c.isascii() and (c.isalnum() or c == "_") else f"_x{ord(c):x}_" for c in key)
+    name = re.sub("_+", "_", snake_case("".join(chars)) or "_")
+    return name if name[:1].isalpha() or name[:1] == "_" else f"_{name}"
+
+
+def path_column(path: str) -> str:
+    """The column of a nested field named by its whole path (`head_commit.author.name` ->
+    `head_commit_author_name`), for fields whose last keys would share a column."""
+    return "_".join(key_column(part).strip("_") or "_" for part in path.split("."))
 
 
 def snake_case(name: str) -> str:

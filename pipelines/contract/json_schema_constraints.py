@@ -31,17 +31,22 @@ CONSTRAINT_KEYWORDS = (
 
 
 class SchemaConstraints(SchemaDocument):
-    """Maps a property's keywords to constraints, and logs what is read but not checked."""
+    """Maps a property's keywords to constraints; what no column rule judges is delegated."""
 
-    warned: set[tuple[str | None, At]]
+    def not_checked(self, at: At) -> None:
+        """A keyword no column rule judges here: the validator judges it."""
+        self.delegate(at)
 
-    def not_checked(self, at: At, what: str) -> None:
-        """Logs once per place a keyword that is read but not checked as a rule."""
-        if (self.source, at) in self.__dict__.setdefault("warned", set()):
-            return
-        self.warned.add((self.source, at))
-        where = f"{self.source}: " if self.source else ""
-        LOG.warning("%s#/%s: %s", where, "/".join(map(str, at)), what)
+    def unknown_format(self, fmt: object, kind: str) -> None:
+        """Logs a format nobody checks, once per format and document (an annotation)."""
+        seen = self.__dict__.setdefault("formats_seen", {})
+        seen[fmt] = seen.get(fmt, 0) + 1
+        if seen[fmt] == 1:
+            where = f"{self.source}: " if self.source else ""
+            LOG.warning(
+                "%sformat %r of a %s is not checked (an annotation: neither a column rule nor "
+                "the validator knows it)", where, fmt, kind,
+            )  # fmt: skip
 
     def constraints(self, schema: Mapping, at: At, field_type: FieldType) -> tuple:
         found = self.found_constraints(schema, at, field_type)
@@ -62,20 +67,14 @@ class SchemaConstraints(SchemaDocument):
             return ()
         key = "items" if kind is TypeKind.ARRAY else "additionalProperties"
         given = schema.get(key, {})
-        inner, inner_at = self.schema({} if given is True else given, (*at, key))
+        inner, inner_at = self.schema(given if isinstance(given, Mapping) else {}, (*at, key))
         element = field_type.element
         if element.kind is TypeKind.STRUCT:
             return ()  # a struct's members carry their own constraints
         found = self.constraints(inner, inner_at, element)
-        nested = self.element_constraints(inner, inner_at, element)
-        if nested:
+        if self.element_constraints(inner, inner_at, element):  # a collection's elements'
             key = "items" if element.kind is TypeKind.ARRAY else "additionalProperties"
-            raise self.fail(
-                f"{nested[0].kind} on the elements of nested arrays or maps is not mapped to "
-                "a rule; remove it, or give the property x-jsl-type (then no constraint under "
-                "it is read)",
-                (*inner_at, key),
-            )
+            self.not_checked((*inner_at, key))
         with self.at(inner_at):
             return tuple(replace(c_, each=True) for c_ in found)
 
@@ -88,14 +87,9 @@ class SchemaConstraints(SchemaDocument):
             # zod writes a pattern beside format: date-time; the column holds the parsed value.
             schema = dict(schema)
             for key in ("pattern", "minLength", "maxLength"):
-                if key in schema:
+                if key in schema:  # the column holds the parsed value; the text is judged
                     del schema[key]
-                    self.not_checked(
-                        (*at, key),
-                        f"{key} of a {schema.get('format')} string is not checked: the value "
-                        f"is parsed as {field_type} instead (field_types_valid); set "
-                        "x-jsl-type: string to check the text",
-                    )
+                    self.not_checked((*at, key))
         bounds = {
             "minimum": schema.get("minimum"),
             "maximum": schema.get("maximum"),

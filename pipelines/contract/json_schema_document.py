@@ -8,6 +8,7 @@ as a JSON pointer (`#/components/schemas/OrderPlaced/properties/data/oneOf`).
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 from typing import Any
@@ -21,43 +22,24 @@ ANNOTATIONS = frozenset(
      "$dynamicAnchor", "$vocabulary", "contentEncoding", "contentMediaType", "contentSchema",
      "discriminator", "xml", "externalDocs", "$recursiveAnchor"}
 )  # fmt: skip
-KEYWORDS = frozenset(
-    {"type", "format", "properties", "required", "additionalProperties", "items", "minimum",
-     "maximum", "exclusiveMinimum", "exclusiveMaximum", "multipleOf", "pattern", "enum",
-     "const", "minLength", "maxLength", "minItems", "maxItems", "uniqueItems",
-     "minProperties", "maxProperties", "nullable", "$ref", "allOf", "anyOf", "oneOf"}
-)  # fmt: skip
 EXTENSIONS = frozenset(
     {"x-jsl-type", "x-jsl-column", "x-jsl-rule", "x-jsl-severity", "x-jsl-not-in-future",
      "x-jsl-unknown-fields", "x-jsl-severities"}
 )  # fmt: skip
-# Keywords that cannot become a column or a row rule: why, and what to do instead.
-REFUSED = {
-    "not": "a negated schema is no column type nor one rule",
-    "if": "a conditional schema (if/then/else) depends on other fields' values",
-    "then": "a conditional schema (if/then/else) depends on other fields' values",
-    "else": "a conditional schema (if/then/else) depends on other fields' values",
-    "patternProperties": "properties named by a pattern have no fixed columns",
-    "dependentSchemas": "a schema that applies when another field is present is no column",
-    "dependentRequired": "fields required only when another is present are not mapped",
-    "dependencies": "fields or schemas that apply only when another field is present are "
-    "not mapped",
-    "propertyNames": "a rule on the keys of an object is not mapped",
-    "prefixItems": "a tuple (one schema per position) is not one array element type",
-    "additionalItems": "a tuple (one schema per position) is not one array element type",
-    "contains": "a rule on some of an array's elements is not mapped",
-    "minContains": "a rule on some of an array's elements is not mapped",
-    "maxContains": "a rule on some of an array's elements is not mapped",
-    "unevaluatedProperties": "it depends on what the other keywords evaluated",
-    "unevaluatedItems": "it depends on what the other keywords evaluated",
-    "$dynamicRef": "a dynamic reference has no fixed target",
-    "$recursiveRef": "a recursive reference has no finite schema",
-}
+# Keywords no column or one-column rule can express: the validator judges them
+# (`pipelines.contract.schema_check`).
+VALIDATOR_KEYWORDS = frozenset(
+    {"not", "if", "then", "else", "patternProperties", "dependentSchemas", "dependentRequired",
+     "dependencies", "propertyNames", "prefixItems", "additionalItems", "contains",
+     "minContains", "maxContains", "unevaluatedProperties", "unevaluatedItems"}
+)  # fmt: skip
+# A sentinel branch of an optional field's union, such as githubkit's `{const: "<UNSET>"}`:
+# a value the SDK never sends, not a type of the column.
+_SENTINEL = re.compile(r"^<[A-Za-z_]+>$")
 # Where a merged schema's keywords came from (allOf branches, a $ref's target), for errors.
 ORIGINS = "\x00origins"
 # Marks pydantic's Decimal read as a string column: its number keywords judge the text.
 DECIMAL_TEXT = "\x00decimal text"
-_INTERNAL = (ORIGINS, DECIMAL_TEXT)
 _UNIONS = ("anyOf", "oneOf")
 _NULL = {"type": "null"}
 
@@ -136,13 +118,9 @@ class SchemaDocument:
                 "move it under #/$defs (AsyncAPI: #/components/schemas)",
                 (*at, "$ref"),
             )
-        if ref in seen:
-            raise self.fail(
-                f"$ref {ref!r} is recursive (a schema that contains itself, such as a tree); "
-                "the contract needs a finite schema: cut the recursion, or give the "
-                "property x-jsl-type: json to keep its JSON text",
-                (*at, "$ref"),
-            )
+        if ref in seen:  # a schema that contains itself (a tree): its JSON text
+            self.delegate((*at, "$ref"))
+            return {"x-jsl-type": "json"}, at
         target: Any = self.document
         path: At = ()
         for token in filter(None, ref[1:].split("/")):
@@ -188,6 +166,7 @@ class SchemaDocument:
             branches = self.branches(schema, at, keyword, seen)
             kept = [(b, b_at) for b, b_at in branches if b.get("type") != "null"]
             nullable = nullable or len(kept) < len(branches)
+            kept = [(b, b_at) for b, b_at in kept if not _is_sentinel(b)] or kept
             nullable = nullable or any(b.get("nullable") is True for b, _ in kept)
             own = {k: v for k, v in schema.items() if k != keyword}
             if len(kept) == 1:
@@ -199,14 +178,7 @@ class SchemaDocument:
             elif "x-jsl-type" in own:
                 schema = own
             else:
-                raise self.fail(
-                    f"{keyword} of {len(kept)} schemas: a column has one type; the contract "
-                    f"reads {keyword} only as [<schema>, {{type: null}}] (nullable), pydantic's "
-                    "Decimal [number, string], or at the top of a document as object "
-                    "schemas told apart by a const discriminator (one event type each); "
-                    "give the property x-jsl-type (json keeps its JSON text)",
-                    (*at, keyword),
-                )
+                schema = self.union(kept, own, (*at, keyword))
         kind = schema.get("type")
         if isinstance(kind, list) and "null" in kind:
             rest = [k for k in kind if k != "null"]
@@ -216,14 +188,13 @@ class SchemaDocument:
         if isinstance(values, list) and None in values:
             nullable = True
             schema = {**schema, "enum": [v for v in values if v is not None]}
-            if not schema["enum"]:
-                raise self.fail("enum lists only null; a field that is always null is no column",
-                                (*at, "enum"))  # fmt: skip
-        if schema.get("type") == "null":
-            raise self.fail(
-                'type: "null" alone: a field that is always null is no column; remove it',
-                (*at, "type"),
-            )
+            if not schema["enum"]:  # only null: as type "null"
+                self.delegate((*at, "enum"))
+                schema = {k: v for k, v in schema.items() if k != "enum"} | {"x-jsl-type": "json"}
+        if schema.get("type") == "null":  # always null: its JSON text, judged by the validator
+            self.delegate((*at, "type"))
+            schema = {k: v for k, v in schema.items() if k != "type"} | {"x-jsl-type": "json"}
+            nullable = True
         if nullable:
             schema = {**schema, "nullable": True}
         return schema, at
@@ -250,30 +221,42 @@ class SchemaDocument:
                 if key == "properties" and isinstance(value, Mapping):
                     properties = merged.setdefault("properties", {})
                     for name, prop in value.items():
+                        where = part.get(ORIGINS, {}).get(name, (*part_at, "properties", name))
                         if name in properties and properties[name] != prop:
-                            raise self.fail(
-                                f"property {name!r} is declared twice in allOf, differently "
-                                f"(also at {_pointer(origins[name])}); declare it once",
-                                (*part_at, "properties", name),
-                            )
+                            # Both apply (a narrowing, such as an event's own enum of an
+                            # `action`): the first makes the column, the validator judges both.
+                            self.delegate(where)
+                            continue
                         properties[name] = prop
-                        origins[name] = part.get(ORIGINS, {}).get(
-                            name, (*part_at, "properties", name)
-                        )
+                        origins[name] = where
                 elif key == "required" and isinstance(value, list):
                     merged["required"] = list(dict.fromkeys([*merged.get("required", []), *value]))
                 elif key in ANNOTATIONS:
                     merged.setdefault(key, value)
                 elif key in merged and merged[key] != value:
-                    raise self.fail(
-                        f"{key} is {merged[key]!r} in one schema of allOf and {value!r} in "
-                        "another; the contract merges allOf only where they agree: keep one",
-                        (*part_at, key),
-                    )
+                    self.delegate((*part_at, key))  # both apply: the first maps, both judge
                 else:
                     merged[key] = value
         merged[ORIGINS] = origins
         return merged
+
+    def union(self, kept: list[tuple[Mapping, At]], own: Mapping, at: At) -> dict:
+        """A union of unlike schemas (`integer | string`, `object | array`, `{}`): the type
+        its branches share (two string formats: a string; integer and number: a number),
+        else the value's JSON text; the validator judges the union itself.
+
+        Keywords beside the union (`type: string` with an `anyOf` of formats) make the
+        column as usual."""
+        self.delegate(at)
+        if set(own) - ANNOTATIONS - {ORIGINS}:
+            return dict(own)
+        kinds = {_json_kind(branch) for branch, _ in kept}
+        if kinds == {"integer", "number"}:
+            kinds = {"number"}
+        notes = {k: v for k, v in own.items() if k in ANNOTATIONS}
+        if len(kinds) == 1 and next(iter(kinds)) in _SCALAR_KINDS:
+            return {**notes, "type": kinds.pop()}
+        return {**notes, "x-jsl-type": "json"}
 
     def is_decimal(self, branches: list[tuple[Mapping, At]]) -> bool:
         """Whether a union is pydantic's Decimal: a number, or a string (with a pattern)."""
@@ -289,20 +272,64 @@ class SchemaDocument:
         checks = {k: v for k, v in number.items() if k not in ANNOTATIONS and k != "type"}
         return {**text, **own, **checks, "type": "string", DECIMAL_TEXT: True}
 
+    @property
+    def delegated(self) -> list[At]:
+        """Where the keywords that only the validator judges are (reset per event type)."""
+        return self.__dict__.setdefault("_delegated", [])
+
+    def delegate(self, at: At) -> None:
+        """Leaves the keyword at `at` to the validator (`pipelines.contract.schema_check`)."""
+        self.delegated.append(at)
+
     def check_keywords(self, schema: Mapping, at: At) -> None:
+        """Delegates the keywords no column expresses; other unknown keywords are
+        annotations, as JSON Schema says, except a misspelt extension of this project's."""
         for key in schema:
-            if key in KEYWORDS or key in ANNOTATIONS or key in EXTENSIONS or key in _INTERNAL:
-                continue
-            if isinstance(key, str) and key.startswith("x-") and not key.startswith("x-jsl-"):
-                continue
-            why = f" ({REFUSED[key]})" if key in REFUSED else ""
-            allowed = ", ".join(sorted(KEYWORDS | EXTENSIONS))
-            raise self.fail(
-                f"unsupported JSON Schema keyword {key!r}{why}; remove it (or check it "
-                f"downstream), the contract maps only {allowed}",
-                (*at, key),
-            )
+            if key in VALIDATOR_KEYWORDS:
+                self.delegate((*at, key))
+            elif isinstance(key, str) and key.startswith("x-jsl-") and key not in EXTENSIONS:
+                raise self.fail(
+                    f"unknown extension {key!r}; this project's are "
+                    f"{', '.join(sorted(EXTENSIONS))}",
+                    (*at, key),
+                )
 
 
-def _pointer(at: At) -> str:
-    return "#/" + "/".join(str(part) for part in at)
+_SCALAR_KINDS = ("string", "integer", "number", "boolean")
+
+
+def _is_sentinel(branch: Mapping) -> bool:
+    """Whether a union's branch only admits a sentinel text (`{const: "<UNSET>"}`)."""
+    values = [branch["const"]] if "const" in branch else branch.get("enum")
+    return (
+        isinstance(values, list)
+        and len(values) == 1
+        and isinstance(values[0], str)
+        and _SENTINEL.match(values[0]) is not None
+    )
+
+
+def _json_kind(schema: Mapping) -> str | None:
+    """The one JSON type a (read) schema admits, or None when it admits several or any."""
+    kind = schema.get("type")
+    if isinstance(kind, str):
+        return kind
+    if kind is None and "properties" in schema:
+        return "object"
+    if kind is None and "items" in schema:
+        return "array"
+    values = [schema["const"]] if "const" in schema else schema.get("enum")
+    if kind is None and isinstance(values, list) and values:
+        kinds = {_value_type(v) for v in values}
+        return kinds.pop() if len(kinds) == 1 else None
+    return None
+
+
+def _value_type(value: Any) -> str:
+    if isinstance(value, bool):
+        return "boolean"
+    if isinstance(value, int):
+        return "integer"
+    if isinstance(value, float):
+        return "number"
+    return "string" if isinstance(value, str) else "json"

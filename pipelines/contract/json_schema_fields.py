@@ -14,6 +14,7 @@ from pipelines.contract.datatypes import TYPE_HELP, FieldType, TypeKind, parse_t
 from pipelines.contract.json_schema_constraints import CHECKED_FORMATS, SchemaConstraints
 from pipelines.contract.json_schema_document import DECIMAL_TEXT, ORIGINS, At
 from pipelines.contract.model import Field
+from pipelines.contract.schema_check import VALIDATOR_FORMATS
 
 _SCALARS = {"string": TypeKind.STRING, "number": TypeKind.DOUBLE, "boolean": TypeKind.BOOLEAN}
 _TYPED_FORMATS = {"date-time": TypeKind.TIMESTAMP, "date": TypeKind.DATE}
@@ -50,25 +51,17 @@ def _nullable(schema: Mapping) -> bool | None:
 class SchemaFields(SchemaConstraints):
     """Maps one property's schema to a `Field` (nested objects here become structs)."""
 
-    warned: set[tuple[str | None, At]]
-
     def properties(self, schema: Mapping, at: At) -> Iterator[tuple[str, Any, At, bool]]:
         properties, required = schema.get("properties", {}), schema.get("required", [])
         if not isinstance(properties, Mapping):
             raise self.fail("properties must be an object", (*at, "properties"))
-        if not isinstance(required, list) or not set(required) <= set(properties):
-            missing = sorted(set(required) - set(properties)) if isinstance(required, list) else []
-            raise self.fail(
-                f"required must list declared properties; not declared: {missing}",
-                (*at, "required"),
-            )
+        if not isinstance(required, list):
+            raise self.fail(f"required is a list of names, got {required!r}", (*at, "required"))
+        if not set(required) <= set(properties):  # names with no column: the validator's
+            self.delegate((*at, "required"))
         if isinstance(schema.get("additionalProperties"), Mapping) and properties:
-            raise self.fail(
-                "additionalProperties as a schema beside properties is not supported (the "
-                "undeclared fields would need a column each); use false (reject unknown "
-                "fields), true or leave it out",
-                (*at, "additionalProperties"),
-            )
+            # The undeclared fields have no columns; the validator judges their values.
+            self.delegate((*at, "additionalProperties"))
         origins = schema.get(ORIGINS, {})
         for key, prop in properties.items():
             yield key, prop, origins.get(key, (*at, "properties", key)), key in required
@@ -79,6 +72,9 @@ class SchemaFields(SchemaConstraints):
         schema, at = self.schema(schema, at)
         field_type = self.field_type(schema, at)
         constraints = () if discriminator else self.constraints(schema, at, field_type)
+        if field_type.kind is TypeKind.JSON and constraints:  # keywords on any JSON value
+            self.delegate(at)
+            constraints = ()
         if not discriminator and "x-jsl-type" not in schema:
             constraints += self.element_constraints(schema, at, field_type)
         items = None
@@ -117,11 +113,12 @@ class SchemaFields(SchemaConstraints):
         )
 
     def annotation(self, fmt: object, at: At, kind: str) -> None:
-        """An unknown `format` is an annotation: logged once per place, never checked."""
-        self.not_checked(
-            at, f"format {fmt!r} of a {kind} is not checked (an annotation); checked "
-            f"formats: {', '.join(sorted(CHECKED_FORMATS))}"
-        )  # fmt: skip
+        """A `format` silver has no rule for: the validator asserts it if it knows it, else
+        it is an annotation, as JSON Schema says (logged, one line per format)."""
+        if fmt in VALIDATOR_FORMATS:
+            self.delegate(at)
+        else:
+            self.unknown_format(fmt, kind)
 
     def field_type(self, schema: Mapping, at: At) -> FieldType:
         depth = self.__dict__.get("depth", 0)
@@ -149,12 +146,9 @@ class SchemaFields(SchemaConstraints):
             kinds = set(kind) - {"null"}
             if kinds == {"integer", "number"}:
                 kind = "number"
-            elif len(kinds) != 1:
-                raise self.fail(
-                    f"type {kind!r}: only one type (or one and null) is supported; use "
-                    f"{JSON_TYPE_HELP}",
-                    (*at, "type"),
-                )
+            elif len(kinds) != 1:  # several types: the value's JSON text, judged whole
+                self.delegate((*at, "type"))
+                return FieldType(TypeKind.JSON)
             else:
                 kind = kinds.pop()
         if kind is None:
@@ -185,8 +179,9 @@ class SchemaFields(SchemaConstraints):
             items = schema.get("items", {})
             if items is True:
                 items = {}
-            if not isinstance(items, Mapping):
-                raise self.fail("an array needs `items` with one schema", (*at, "items"))
+            if not isinstance(items, Mapping):  # a tuple (draft-07 items: [...])
+                self.delegate((*at, "items"))
+                items = {}
             element = self.field_type(items, (*at, "items"))
             element = self.unchecked(element, (*at, "items"), members=True)
             return FieldType(TypeKind.ARRAY, element=element)
@@ -200,11 +195,8 @@ class SchemaFields(SchemaConstraints):
                 values_at = (*at, "additionalProperties")
                 element = self.unchecked(self.field_type(values, values_at), values_at)
                 return FieldType(TypeKind.MAP, element=element)
-            raise self.fail(
-                "an object without properties and with additionalProperties: false can hold "
-                "nothing; declare its properties, or a map with additionalProperties: <schema>",
-                at,
-            )
+            self.delegate((*at, "additionalProperties"))  # only {}: judged by the validator
+            return FieldType(TypeKind.MAP, element=FieldType(TypeKind.JSON))
         raise self.fail(f"unsupported type {kind!r}; use {JSON_TYPE_HELP}", (*at, "type"))
 
     def unchecked(
@@ -226,13 +218,7 @@ class SchemaFields(SchemaConstraints):
             for constraint in f.constraints:
                 if constraint in keep:
                     continue
-                self.not_checked(
-                    (*at, "properties", *f"{prefix}{f.path}".split(".")),
-                    f"{constraint.kind} on {prefix}{f.path} is not checked: no rule judges a "
-                    "member of the objects inside a map or a nested array, nor each element "
-                    "of a collection inside them (constrain a top-level or struct field, or "
-                    "a member of an array's objects, instead)",
-                )
+                self.not_checked(at)  # no column rule judges it; the validator does
             inner_members = members and f.type.kind is TypeKind.STRUCT
             inner = self.unchecked(f.type, at, f"{prefix}{f.path}.", members=inner_members)
             kept.append(replace(f, type=inner, constraints=keep))

@@ -75,6 +75,7 @@ from typing import Any
 
 from pipelines.contract.constraints import Severity
 from pipelines.contract.errors import located
+from pipelines.contract.fields import default_column, path_column
 from pipelines.contract.json_schema_document import ANNOTATIONS, At
 from pipelines.contract.json_schema_fields import MAX_DEPTH, SchemaFields
 from pipelines.contract.model import (
@@ -87,6 +88,7 @@ from pipelines.contract.model import (
     checked_severities,
     snake_case,
 )
+from pipelines.contract.schema_check import SchemaCheck
 from pipelines.contract.yaml_source import load_document
 
 NO_ENVELOPE = Envelope()
@@ -113,10 +115,14 @@ class SchemaReader(SchemaFields):
         derived: Sequence[DerivedColumn] = (),
     ) -> EventType:
         """The event type a message's payload schema describes (see the module docstring)."""
+        self.delegated.clear()
+        payload_at = at
         schema, at = self.schema(schema, at)
         self.check_keywords(schema, at)
         policies: list[tuple[bool, At]] = []
-        fields = self.flatten(schema, at, "", True, envelope, policies, {})
+        columns: dict[str, At] = {}
+        fields = self.flatten(schema, at, "", True, envelope, policies, columns)
+        fields = self.unique_columns(fields, columns)
         if envelope.event_type is not None:
             name = self.discriminator(schema, at, envelope.event_type)
         if name is None:
@@ -127,15 +133,14 @@ class SchemaReader(SchemaFields):
             )
         unknown = schema.get("x-jsl-unknown-fields")
         if unknown is None:
-            if len({strict for strict, _ in policies}) > 1:
-                where = next(where for strict, where in policies if strict)
-                raise self.fail(
-                    "additionalProperties: false here but not on every object of "
-                    "the message; the unknown-field policy is per event type: set it "
-                    "on all, or x-jsl-unknown-fields at the root",
-                    where,
-                )
-            unknown = UnknownFields.REJECT if policies[0][0] else UnknownFields.IGNORE
+            strict = [where for is_strict, where in policies if is_strict]
+            if strict and len(strict) < len(policies):
+                # Closed here, open there: the validator judges the closed objects.
+                for where in strict:
+                    self.delegate((*where, "additionalProperties"))
+                unknown = UnknownFields.IGNORE
+            else:
+                unknown = UnknownFields.REJECT if strict else UnknownFields.IGNORE
         with self.at(at):
             table = (tables or {}).get(name) or f"silver/{snake_case(name)}"
             return EventType(
@@ -146,6 +151,11 @@ class SchemaReader(SchemaFields):
                 derived=tuple(derived),
                 unknown_fields=unknown,
                 description=schema.get("description"),
+                schema_check=(
+                    SchemaCheck.of(self.document, payload_at, self.delegated)
+                    if self.delegated
+                    else None
+                ),
             )
 
     def severities(self, schema: Any, at: At) -> dict[str, Severity]:
@@ -244,13 +254,8 @@ class SchemaReader(SchemaFields):
             path = prefix + key
             if self.is_object(prop) and "x-jsl-type" not in prop and "properties" in prop:
                 for keyword in ("minProperties", "maxProperties"):
-                    if keyword in prop:
-                        raise self.fail(
-                            f"{keyword} on an object that is flattened into columns; add "
-                            "x-jsl-type: struct to keep it as one struct column (then it "
-                            "counts the members present)",
-                            (*prop_at, keyword),
-                        )
+                    if keyword in prop:  # no column holds the object: the validator counts
+                        self.delegate((*prop_at, keyword))
                 # A nullable object may be null: its fields cannot be required then.
                 inner = required and is_required and prop.get("nullable") is not True
                 if "x-jsl-column" in prop:
@@ -270,17 +275,35 @@ class SchemaReader(SchemaFields):
                 required and is_required,
                 discriminator=path == envelope.event_type,
             )
-            if found.column.lower() in columns:
-                other, other_path = columns[found.column.lower()]
-                raise self.fail(
-                    f"two properties land in column {found.column!r}: this one ({path}) and "
-                    f"#/{'/'.join(map(str, other))} ({other_path}); set x-jsl-column on one, "
-                    "or x-jsl-type: struct on an object to keep it as one column",
-                    prop_at,
-                )
-            columns[found.column.lower()] = (prop_at, path)
+            columns[path] = prop_at
             fields.append(found)
         return fields
+
+    def unique_columns(self, fields: list[Field], columns: dict[str, At]) -> list[Field]:
+        """The flattened fields, those whose last keys share a column named by their whole
+        path instead (`head_commit.author.name` -> `head_commit_author_name`); a column
+        someone named (`x-jsl-column`) keeps its name."""
+        by_column: dict[str, list[Field]] = {}
+        for f in fields:
+            by_column.setdefault(f.column.lower(), []).append(f)
+        renamed = []
+        for f in fields:
+            shared = len(by_column[f.column.lower()]) > 1
+            if shared and f.column == default_column(f.path) and "." in f.path:
+                f = replace(f, column=path_column(f.path))
+            renamed.append(f)
+        taken: dict[str, Field] = {}
+        for f in renamed:
+            other = taken.setdefault(f.column.lower(), f)
+            if other is not f:
+                raise self.fail(
+                    f"two properties land in column {f.column!r}: this one ({f.path}) and "
+                    f"#/{'/'.join(map(str, columns[other.path]))} ({other.path}); set "
+                    "x-jsl-column on one, or x-jsl-type: struct on an object to keep it as "
+                    "one column",
+                    columns[f.path],
+                )
+        return renamed
 
 
 def contract_from_json_schemas(

@@ -10,6 +10,9 @@ Built in, in this order:
 - `event_id_unique`: the first occurrence of an event id per event type is kept, later copies
   are not (only with `envelope.event_id`).
 - `no_unknown_fields`: no undeclared field (only if an event type rejects unknown fields).
+- `schema_valid`: the message is valid against its event type's JSON Schema, judged by
+  jsonschema-rs (only for event types whose schema says more than their columns' rules:
+  `EventType.schema_check`).
 
 Then each constraint of each field, in declaration order: named `<column>_<suffix>` or as the
 constraint says, with its severity; one on each element of an array (`each`) is named
@@ -31,7 +34,7 @@ from pipelines.contract.constraints import Constraint, Severity
 from pipelines.contract.datatypes import TypeKind
 from pipelines.contract.errors import ContractError, format_path
 from pipelines.contract.event_types import Envelope, EventType
-from pipelines.contract.fields import Field
+from pipelines.contract.fields import Field, snake_case
 
 PARSEABLE_JSON = "parseable_json"
 KNOWN_EVENT_TYPE = "known_event_type"
@@ -39,6 +42,7 @@ REQUIRED_FIELDS_PRESENT = "required_fields_present"
 FIELD_TYPES_VALID = "field_types_valid"
 EVENT_ID_UNIQUE = "event_id_unique"
 NO_UNKNOWN_FIELDS = "no_unknown_fields"
+SCHEMA_VALID = "schema_valid"
 BUILTIN_RULES = (
     PARSEABLE_JSON,
     KNOWN_EVENT_TYPE,
@@ -46,6 +50,7 @@ BUILTIN_RULES = (
     FIELD_TYPES_VALID,
     EVENT_ID_UNIQUE,
     NO_UNKNOWN_FIELDS,
+    SCHEMA_VALID,
 )
 _RULE_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 
@@ -135,6 +140,17 @@ def _builtin(
                 strict,
             )
         )
+    judged = tuple(e.name for e in events if e.schema_check is not None)
+    if judged:
+        rules.append(
+            Rule(
+                SCHEMA_VALID,
+                "The message is valid against its event type's JSON Schema, as the "
+                "jsonschema-rs validator judges it (formats asserted): the keywords no column "
+                "rule expresses (unions, not, if/then/else, ...) are judged there.",
+                judged,
+            )
+        )
     return [replace(r, severity=severities.get(r.name, r.severity)) for r in rules]
 
 
@@ -188,6 +204,30 @@ def _field_rules(event: EventType) -> list[tuple[Rule, tuple]]:
     return rules
 
 
+def _same(known: Rule, rule: Rule) -> bool:
+    """Whether two rules of one name are the same check of the same column."""
+    return known.constraint is not None and (
+        (known.column, known.path, known.constraint, known.member)
+        == (rule.column, rule.path, rule.constraint, rule.member)
+    )
+
+
+def _clashing_defaults(found: list[tuple[EventType, Rule, tuple]]) -> set[str]:
+    """The default rule names (no `rule:` given) that several event types use for different
+    checks (each event type's own `action` enum): each gets its event type's name in front
+    (`issues_opened__action_in_allowed_values`). A name someone gave must stay unique."""
+    by_name: dict[str, list[Rule]] = {}
+    for _, rule, _ in found:
+        by_name.setdefault(rule.name, []).append(rule)
+    return {
+        name
+        for name, group in by_name.items()
+        if name not in BUILTIN_RULES
+        and all(r.constraint.rule is None for r in group)
+        and any(not _same(group[0], r) for r in group[1:])
+    }
+
+
 def derive_rules(
     event_types: tuple[EventType, ...],
     envelope: Envelope,
@@ -208,25 +248,24 @@ def derive_rules(
             the path names the second one's field.
     """
     builtins = _builtin(event_types, envelope, builtin_severities)
+    found = [(event, rule, where) for event in event_types for rule, where in _field_rules(event)]
+    clashing = _clashing_defaults(found)
     rules: dict[str, Rule] = {rule.name: rule for rule in builtins}
     origins: dict[str, tuple] = {}
-    for event in event_types:
-        for rule, where in _field_rules(event):
-            known = rules.get(rule.name)
-            if known is None:
-                rules[rule.name], origins[rule.name] = rule, where
-                continue
-            same = known.constraint is not None and (
-                (known.column, known.path, known.constraint, known.member)
-                == (rule.column, rule.path, rule.constraint, rule.member)
+    for event, rule, where in found:
+        if rule.name in clashing:
+            rule = replace(rule, name=f"{snake_case(event.name)}__{rule.name}")
+        known = rules.get(rule.name)
+        if known is None:
+            rules[rule.name], origins[rule.name] = rule, where
+            continue
+        if not _same(known, rule):
+            first = format_path(origins[rule.name]) if rule.name in origins else "built in"
+            raise ContractError(
+                f"rule name {rule.name!r} is used twice (first: {first}); rule names are "
+                "unique in a contract: name this one with `rule:` (`x-jsl-rule` in a JSON "
+                "Schema)",
+                path=where,
             )
-            if not same:
-                first = format_path(origins[rule.name]) if rule.name in origins else "built in"
-                raise ContractError(
-                    f"rule name {rule.name!r} is used twice (first: {first}); rule names are "
-                    "unique in a contract: name this one with `rule:` (`x-jsl-rule` in a JSON "
-                    "Schema)",
-                    path=where,
-                )
-            rules[rule.name] = replace(known, applies_to=(*known.applies_to, event.name))
+        rules[rule.name] = replace(known, applies_to=(*known.applies_to, event.name))
     return tuple(rules.values())

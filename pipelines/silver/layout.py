@@ -10,6 +10,8 @@ The checked frame (`pipelines.silver.parse.parse_events`) keeps the bronze colum
 - `_missing_fields` (array<string>): required JSON paths absent or null.
 - `_mistyped_fields` (array<string>): present paths of the wrong type, with what was
   expected (`data.amount (expected a number that fits decimal(12,2))`).
+- `_schema_errors` (array<string>): the JSON Schema validator's errors, for event types with
+  a `schema_check` (`pipelines.silver.schema_verdicts`); empty for the others.
 - `_e<i>` (struct): event type i's columns, typed (null where missing or mistyped).
 - `_u<i>` (map<string,string>): event type i's undeclared fields (JSON path -> JSON text),
   when it keeps or rejects them.
@@ -36,6 +38,7 @@ EVENT_ID = "_event_id"
 EVENT_TIME = "_event_time"
 MISSING_FIELDS = "_missing_fields"
 MISTYPED_FIELDS = "_mistyped_fields"
+SCHEMA_ERRORS = "_schema_errors"
 DUPLICATE_OF = "_duplicate_of"  # added by `pipelines.silver.duplicates.mark_duplicates`
 SOURCE_COLUMNS = ("stream", "seq", "subject", "published")
 

@@ -45,8 +45,10 @@ from pipelines.silver.layout import (
     MISSING_FIELDS,
     MISTYPED_FIELDS,
     PAYLOAD_PROBLEM,
+    SCHEMA_ERRORS,
     Spot,
 )
+from pipelines.silver.schema_verdicts import schema_errors
 from pipelines.silver.variant_types import (
     conforms,
     expected,
@@ -351,7 +353,11 @@ def parse_events(bronze: DataFrame, contract: Contract) -> DataFrame:
     frame = frame.withColumn(EVENT_TYPE, _event_type(contract, cols))
     problems = {e.name: _problems(cols, e.fields, bad_data) for e in contract.event_types}
     common = _problems(cols, layout.common_fields(contract), bad_data)
+    judged_text = F.col("_text")
+    if cloudevents:  # the schema is the data's: the payload in binary mode
+        judged_text = F.when(F.col(BINARY), judged_text).otherwise(F.to_json(F.col("_data")))
     added = {
+        SCHEMA_ERRORS: schema_errors(contract, F.col(EVENT_TYPE), judged_text),
         EVENT_ID: _envelope_value(contract, cols, contract.envelope.event_id, "string"),
         EVENT_TIME: _envelope_value(contract, cols, contract.envelope.event_time, "timestamp"),
         MISSING_FIELDS: _by_type(contract, {k: v[0] for k, v in problems.items()}, common[0]),

@@ -155,6 +155,21 @@ def route(
     return split(judged, contract, now=now, source_table=source_table)
 
 
+def any_of(columns: Sequence[Column]) -> Column:
+    """`columns[0] | columns[1] | ...` (false for none) as a balanced tree, log2(n) deep.
+
+    Spark turns a Column into an expression, and analyses it, recursively: one `|` per rule
+    chained left to right is as deep as the contract has rules, and ~320 of them overflowed
+    the driver's default 1 MiB thread stack (StackOverflowError in `judge`'s `withColumns`).
+    """
+    if not columns:
+        return F.lit(False)
+    if len(columns) == 1:
+        return columns[0]
+    half = len(columns) // 2
+    return any_of(columns[:half]) | any_of(columns[half:])
+
+
 def judge(
     checked: DataFrame,
     contract: Contract,
@@ -180,13 +195,10 @@ def judge(
     broken = violations(contract)
     rules = silver_rules(contract)
     stopping = [broken[r.name] for r in rules if r.severity.quarantines]
-    quarantined = F.lit(False)
-    for column in stopping:
-        quarantined = quarantined | column
     return frame.withColumns(
         {
             "failed_rules": failed_rules(contract),
-            QUARANTINED: quarantined,
+            QUARANTINED: any_of(stopping),
             "run_id": F.lit(run_id),
             "processed_at": F.lit(now),
         }

@@ -49,6 +49,7 @@ from pipelines.silver.layout import (
     MISSING_FIELDS,
     MISTYPED_FIELDS,
     PAYLOAD_PROBLEM,
+    SCHEMA_ERRORS,
 )
 from pipelines.silver.size_rules import size_check, text_decimal
 from pipelines.silver.variant_types import DATE_FORMAT, ISO_TIMESTAMP_FORMAT
@@ -297,6 +298,9 @@ def _builtin(contract: Contract, rule: Rule) -> tuple[Column, Column]:
         )
     if rule.name == builtin.FIELD_TYPES_VALID:
         return F.size(mistyped) > 0, F.concat(F.lit("wrong type: "), F.array_join(mistyped, ", "))
+    if rule.name == builtin.SCHEMA_VALID:
+        errors = F.col(SCHEMA_ERRORS)
+        return F.size(errors) > 0, F.array_join(errors, "; ")
     if rule.name == builtin.EVENT_ID_UNIQUE:
         first = F.col(DUPLICATE_OF)
         return first.isNotNull(), F.concat(

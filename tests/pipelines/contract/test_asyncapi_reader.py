@@ -98,10 +98,10 @@ def test_a_stream_without_channels_fails_naming_the_streams_the_document_has(doc
         ),
         (
             lambda d: d["components"]["schemas"]["OrderPlaced"]["properties"]["data"].update(
-                {"not": {}}
+                {"x-jsl-typo": {}}
             ),
-            "#/components/schemas/OrderPlaced/properties/data/not",
-            "unsupported JSON Schema keyword 'not'",
+            "#/components/schemas/OrderPlaced/properties/data/x-jsl-typo",
+            "unknown extension 'x-jsl-typo'",
         ),
         (
             lambda d: d["components"]["messages"]["OrderPlaced"].pop("payload"),
@@ -157,11 +157,20 @@ def read_file_error(tmp_path: Path, document: dict, marker: str) -> tuple[str, s
 
 
 def test_errors_from_a_file_name_its_line(tmp_path, document):
+    document["components"]["schemas"]["OrderId"]["type"] = "text"
+
+    error, where = read_file_error(tmp_path, document, "type: text")
+
+    assert error.startswith(f"{where}: #/components/schemas/OrderId/type: unsupported type")
+
+
+def test_a_payload_keyword_no_column_expresses_is_left_to_the_validator(document):
     document["components"]["schemas"]["OrderId"]["patternProperties"] = {}
 
-    error, where = read_file_error(tmp_path, document, "patternProperties")
+    placed = read(document).event_type("OrderPlaced")
 
-    assert error.startswith(f"{where}: #/components/schemas/OrderId/patternProperties: unsupported")
+    assert placed.schema_check.delegated == ("/components/schemas/OrderId/patternProperties",)
+    assert placed.schema_check.at == "/components/messages/OrderPlaced/payload"
 
 
 def test_x_jsl_severities_at_the_document_root_set_the_built_in_rules_severities(document):

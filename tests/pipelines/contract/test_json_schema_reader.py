@@ -167,33 +167,90 @@ def test_additional_properties_false_everywhere_rejects_unknown_fields():
     assert contract.event_type("Thing").unknown_fields is UnknownFields.REJECT
     assert kept.unknown_fields is UnknownFields.KEEP
     assert event({"x": {"type": "string"}}).unknown_fields is UnknownFields.IGNORE
-    assert "additionalProperties: false here but not on every object" in error(
-        {"x": {"type": "string"}}, additionalProperties=False
-    )
+    mixed = event({"x": {"type": "string"}}, additionalProperties=False)
+    assert mixed.unknown_fields is UnknownFields.IGNORE  # closed here, open there:
+    assert mixed.schema_check.delegated == ("/additionalProperties",)  # the validator judges
 
 
-def test_refs_resolve_inside_the_document_and_errors_name_where_the_target_is():
+def test_refs_resolve_inside_the_document_and_delegation_names_where_the_target_is():
     root = schema({"x": {"$ref": "#/$defs/Code"}})
     root["$defs"] = {"Code": {"type": "string", "not": {}}}
 
-    with pytest.raises(ContractError) as raised:
-        contract_from_json_schemas({"t": root}, envelope=ENVELOPE, source="t.json")
+    found = contract_from_json_schemas({"t": root}, envelope=ENVELOPE).event_type("Thing")
 
-    assert str(raised.value).startswith("t.json[t]: #/$defs/Code/not: unsupported JSON Schema")
+    assert found.schema_check.delegated == ("/$defs/Code/not",)
     root["$defs"]["Code"] = {"type": "string", "maxLength": 3}
     found = contract_from_json_schemas({"t": root}, envelope=ENVELOPE).event_type("Thing")
     assert found.field("data.x").constraints == (MaxLength(length=3),)
+    assert found.schema_check is None
 
 
 @pytest.mark.parametrize(
     "keyword",
     ["not", "if", "then", "else", "patternProperties", "dependentSchemas", "dependentRequired",
-     "prefixItems", "contains", "unevaluatedProperties", "x-jsl-typo"],
+     "prefixItems", "contains", "unevaluatedProperties"],
 )  # fmt: skip
-def test_an_unsupported_keyword_fails_with_its_schema_path(keyword):
-    text = error({"x": {"type": "string", keyword: {}}})
+def test_a_keyword_no_column_expresses_is_left_to_the_validator(keyword):
+    found = event({"x": {"type": "string", keyword: {}}})
 
-    assert f"#/properties/data/properties/x/{keyword}: unsupported JSON Schema keyword" in text
+    assert found.field("data.x").type == FieldType(TypeKind.STRING)
+    assert found.schema_check.delegated == (f"/properties/data/properties/x/{keyword}",)
+
+
+def test_an_unknown_keyword_is_an_annotation_but_a_misspelt_extension_fails():
+    assert event({"x": {"type": "string", "tsAdditionalProperties": False}}).schema_check is None
+    text = error({"x": {"type": "string", "x-jsl-typo": {}}})
+
+    assert "#/properties/data/properties/x/x-jsl-typo: unknown extension 'x-jsl-typo'" in text
+
+
+@pytest.mark.parametrize(
+    ("prop", "kind", "where"),
+    [
+        ({"anyOf": [{"type": "string"}, {"type": "integer"}]}, TypeKind.JSON, "x/anyOf"),
+        ({"oneOf": [{"type": "integer"}, {"type": "string", "format": "date-time"}]},
+         TypeKind.JSON, "x/oneOf"),
+        ({"anyOf": [{"type": "string", "format": "date"}, {"type": "string", "format": "uri"}]},
+         TypeKind.STRING, "x/anyOf"),
+        ({"anyOf": [{"type": "integer"}, {"type": "number"}]}, TypeKind.DOUBLE, "x/anyOf"),
+        ({"anyOf": [{}, {"type": "string"}]}, TypeKind.JSON, "x/anyOf"),
+        ({"allOf": [{"minimum": 1}, {"minimum": 2}]}, TypeKind.JSON, "x/allOf/1/minimum"),
+        ({"type": "null"}, TypeKind.JSON, "x/type"),
+        ({"type": ["string", "integer"]}, TypeKind.JSON, "x/type"),
+        ({"type": "object", "additionalProperties": False}, TypeKind.MAP, "x/additionalProperties"),
+        ({"type": "array", "items": [{"type": "string"}]}, TypeKind.ARRAY, "x/items"),
+    ],
+)  # fmt: skip
+def test_what_one_column_type_cannot_hold_is_a_column_of_its_kind_judged_by_the_validator(
+    prop, kind, where
+):
+    found = event({"x": prop})
+
+    assert found.field("data.x").type.kind is kind
+    assert f"/properties/data/properties/{where}" in found.schema_check.delegated
+
+
+def test_pydantic_sentinel_branch_of_an_optional_field_is_no_type_of_its_column():
+    unset = {
+        "anyOf": [{"const": "<UNSET>", "type": "string"}, {"type": "integer"}, {"type": "null"}]
+    }
+    found = event({"x": unset})
+
+    assert found.field("data.x").type == FieldType(TypeKind.LONG)
+    assert found.field("data.x").nullable is True
+    assert found.schema_check is None
+
+
+def test_an_allof_narrowing_keeps_the_column_and_leaves_the_narrowing_to_the_validator():
+    root = schema({})
+    root["allOf"] = [
+        {"properties": {"action": {"type": "string"}}},
+        {"properties": {"action": {"type": "string", "enum": ["opened"]}}},
+    ]
+    found = contract_from_json_schemas({"t": root}, envelope=ENVELOPE).event_type("Thing")
+
+    assert found.field("action").type == FieldType(TypeKind.STRING)
+    assert found.schema_check.delegated == ("/allOf/1/properties/action",)
 
 
 @pytest.mark.parametrize(
@@ -201,12 +258,6 @@ def test_an_unsupported_keyword_fails_with_its_schema_path(keyword):
     [
         ({"$ref": "other.json#/A"}, "x/$ref", "points outside this document"),
         ({"$ref": "#/$defs/Missing"}, "x/$ref", "points to nothing in this document"),
-        ({"anyOf": [{"type": "string"}, {"type": "integer"}]}, "x/anyOf", "anyOf of 2 schemas"),
-        ({"allOf": [{"minimum": 1}, {"minimum": 2}]}, "x/allOf/1/minimum", "minimum is 1 in"),
-        ({"type": "null"}, "x/type", 'type: "null" alone'),
-        ({"type": ["string", "integer"]}, "x/type", "only one type (or one and null)"),
-        ({"type": "object", "additionalProperties": False}, "x", "can hold nothing"),
-        ({"type": "array", "items": False}, "x/items", "an array needs `items` with one schema"),
         ({"type": "number", "x-jsl-type": "decimal(50,1)"}, "x/x-jsl-type", "precision"),
         ({"type": "string", "pattern": "(("}, "x/pattern", "invalid regular expression"),
         ({"type": "integer", "minimum": 3, "maximum": 1}, "x/maximum", "minimum 3 is greater"),
@@ -223,11 +274,27 @@ def test_a_bad_property_fails_with_its_schema_path(prop, where, message):
     assert message in text
 
 
-def test_a_column_collision_names_both_schema_paths():
-    text = error({"id": {"type": "string"}, "eventId": {"type": "string"}})
+def test_properties_whose_last_keys_share_a_column_are_named_by_their_whole_path():
+    found = event(
+        {
+            "id": {"type": "string"},
+            "eventId": {"type": "string"},
+            "+1": {"type": "integer"},
+            "-1": {"type": "integer"},
+        }
+    )
 
-    assert "#/properties/data/properties/eventId: two properties land in column 'event_id'" in text
-    assert "this one (data.eventId) and #/properties/eventId (eventId); set x-jsl-column" in text
+    assert found.field("eventId").column == "event_id"  # at the top: its own name
+    assert found.field("data.eventId").column == "data_event_id"
+    assert found.field("data.+1").column == "x2b_1"
+    assert found.field("data.-1").column == "x2d_1"
+
+
+def test_a_column_someone_named_that_collides_names_both_schema_paths():
+    text = error({"id": {"type": "string", "x-jsl-column": "event_id"}})
+
+    assert "two properties land in column 'event_id'" in text
+    assert "#/properties/eventId (eventId); set x-jsl-column" in text
 
 
 def test_the_discriminator_needs_a_const():
@@ -240,12 +307,12 @@ def test_the_discriminator_needs_a_const():
 
 def test_schema_files_are_read_with_lines_and_named_by_their_stem(tmp_path):
     path = tmp_path / "Reading.schema.yaml"
-    path.write_text("type: object\nproperties:\n  value:\n    type: number\n    not: {}\n")
+    path.write_text("type: object\nproperties:\n  value:\n    type: numbr\n")
 
     with pytest.raises(ContractError) as raised:
         read_json_schemas([path], subjects={"Reading": ["sensors.reading"]})
 
-    assert str(raised.value).startswith(f"{path}:5: #/properties/value/not: unsupported")
+    assert str(raised.value).startswith(f"{path}:4: #/properties/value/type: unsupported")
     path.write_text("type: object\nproperties:\n  value: {type: number}\n")
     contract = read_json_schemas([path], subjects={"Reading": ["sensors.reading"]})
     assert contract.event_type("Reading").table == "silver/reading"
@@ -315,7 +382,6 @@ def test_two_schemas_giving_a_built_in_rule_different_severities_fail():
     ("prop", "where", "message"),
     [
         ({"type": "float"}, "x/type", "unsupported type 'float'; use string, integer, number"),
-        ({"type": ["string", "integer"]}, "x/type", "type ['string', 'integer']: only one"),
     ],
 )
 def test_an_unknown_type_lists_the_schema_types_and_the_contract_types(prop, where, message):
@@ -326,12 +392,11 @@ def test_an_unknown_type_lists_the_schema_types_and_the_contract_types(prop, whe
     assert text.endswith(f"or x-jsl-type with a contract type: {TYPE_HELP}")
 
 
-def test_an_unsupported_keyword_or_format_lists_what_is_supported():
-    keyword = error({"x": {"type": "string", "not": {"minLength": 1}}})
+def test_a_misspelt_extension_or_a_rule_name_without_a_constraint_lists_what_there_is():
+    keyword = error({"x": {"type": "string", "x-jsl-columns": "y"}})
     rule = error({"x": {"type": "string", "x-jsl-rule": {"range": "r"}}})
 
-    assert "'not' (a negated schema is no column type nor one rule); remove it" in keyword
-    assert "the contract maps only $ref, additionalProperties, allOf, anyOf, const" in keyword
+    assert "unknown extension 'x-jsl-columns'; this project's are x-jsl-column" in keyword
     assert "x-jsl-unknown-fields" in keyword
     assert "constraints are none; add one (minimum, maximum, exclusiveMinimum" in rule
 

@@ -173,8 +173,10 @@ def test_all_of_merges_object_schemas_as_pydantic_and_zod_write_inheritance():
         ("eventType", True),
         ("n", True),
     ]
-    conflict = {"allOf": [thing({"n": {"type": "integer"}}), thing({"n": {"type": "string"}})]}
-    assert "#/allOf/1/properties/n: property 'n' is declared twice in allOf" in failure(conflict)
+    narrowed = {"allOf": [thing({"n": {"type": "integer"}}), thing({"n": {"maximum": 9}})]}
+    found = read(narrowed).event_type("Thing")  # both apply: the first makes the column
+    assert found.field("n").type.kind is TypeKind.LONG
+    assert found.schema_check.delegated == ("/allOf/1/properties/n",)  # the validator: both
 
 
 def test_a_ref_with_keywords_beside_it_is_the_target_and_them():
@@ -230,10 +232,22 @@ def test_an_unknown_format_is_an_annotation_logged_once_never_a_failure(caplog):
         found = read(schema, source="t.json").event_type("Thing")
 
     assert found.field("x").constraints == () and found.field("n").type.kind is TypeKind.LONG
-    warnings = [r.getMessage() for r in caplog.records]
-    assert len(warnings) == 2
-    assert warnings[0].startswith("t.json[thing]: #/properties/x/format: format 'phone' of a ")
-    assert "is not checked (an annotation); checked formats: byte, date, date-time" in warnings[0]
+    assert found.schema_check is None
+    assert [r.getMessage() for r in caplog.records] == [
+        f"t.json[thing]: format {fmt!r} of a {kind} is not checked (an annotation: neither a "
+        "column rule nor the validator knows it)"
+        for fmt, kind in (("phone", "string"), ("uint8", "integer"))
+    ]
+
+
+def test_a_format_only_the_validator_knows_is_left_to_it_and_logged_once_per_document(caplog):
+    templates = {f"u{i}": {"type": "string", "format": "uri-template"} for i in range(3)}
+    phones = {f"p{i}": {"type": "string", "format": "phone"} for i in range(3)}
+    with caplog.at_level(logging.WARNING, logger="pipelines.contract.json_schema_fields"):
+        found = read(thing({**templates, **phones})).event_type("Thing")
+
+    assert found.schema_check.delegated == tuple(f"/properties/u{i}/format" for i in range(3))
+    assert len(caplog.records) == 1  # phone: one line, not one per property
 
 
 @pytest.mark.parametrize(
@@ -256,44 +270,35 @@ def test_each_checked_format_is_a_type_or_a_format_rule(fmt, kind, constraint):
 
 
 @pytest.mark.parametrize(
-    ("prop", "where", "message"),
+    ("prop", "where"),
     [
-        ({"type": "string", "not": {"pattern": "a"}}, "x/not", "a negated schema"),
-        ({"if": {}, "then": {}}, "x/if", "a conditional schema (if/then/else)"),
-        ({"type": "object", "patternProperties": {}}, "x/patternProperties", "fixed columns"),
-        ({"type": "array", "prefixItems": []}, "x/prefixItems", "a tuple"),
-        ({"type": "object", "propertyNames": {"pattern": "^a"}}, "x/propertyNames", "the keys"),
-        ({"type": "object", "dependentSchemas": {}}, "x/dependentSchemas", "is no column"),
-        ({"$ref": "#/properties/x"}, "x/$ref", "is recursive"),
-        (
-            {"type": "array", "items": {"type": "array", "items": {"minimum": 1}}},
-            "x/items/items",
-            "elements of nested arrays or maps is not mapped",
-        ),
-        (
-            {"type": "object", "properties": {"a": {}}, "minProperties": 1},
-            "x/minProperties",
-            "add x-jsl-type: struct",
-        ),
+        ({"type": "string", "not": {"pattern": "a"}}, "x/not"),
+        ({"if": {}, "then": {}}, "x/if"),
+        ({"type": "object", "patternProperties": {}}, "x/patternProperties"),
+        ({"type": "array", "prefixItems": []}, "x/prefixItems"),
+        ({"type": "object", "propertyNames": {"pattern": "^a"}}, "x/propertyNames"),
+        ({"type": "object", "dependentSchemas": {}}, "x/dependentSchemas"),
+        ({"$ref": "#/properties/x"}, "x/$ref"),
+        ({"type": "array", "items": {"type": "array", "items": {"minimum": 1}}}, "x/items/items"),
+        ({"type": "object", "properties": {"a": {}}, "minProperties": 1}, "x/minProperties"),
     ],
 )
-def test_what_cannot_be_a_row_rule_fails_with_its_pointer_and_what_to_do(prop, where, message):
-    text = failure(thing({"x": prop}))
+def test_what_cannot_be_a_row_rule_is_left_to_the_validator_at_its_pointer(prop, where):
+    found = read(thing({"x": prop})).event_type("Thing")
 
-    assert f"#/properties/{where}: " in text
-    assert message in text
+    assert f"/properties/{where}" in found.schema_check.delegated
 
 
-def test_a_refused_keyword_in_a_file_names_the_file_and_its_line(tmp_path):
+def test_a_misspelt_extension_in_a_file_names_the_file_and_its_line(tmp_path):
     path = tmp_path / "Thing.json"
-    schema = thing({"x": {"type": "string", "if": {"minLength": 1}}})
+    schema = thing({"x": {"type": "string", "x-jsl-tpye": "json"}})
     path.write_text(json.dumps(schema, indent=2))
 
     with pytest.raises(ContractError) as raised:
         read_json_schemas([path], envelope=ENVELOPE)
 
-    line = next(i for i, t in enumerate(path.read_text().splitlines(), 1) if '"if"' in t)
-    assert str(raised.value).startswith(f"{path}:{line}: #/properties/x/if: unsupported JSON")
+    line = next(i for i, t in enumerate(path.read_text().splitlines(), 1) if "x-jsl-tpye" in t)
+    assert str(raised.value).startswith(f"{path}:{line}: #/properties/x/x-jsl-tpye: unknown")
 
 
 def test_the_yaml_contract_takes_the_same_constraint_kinds():
@@ -463,11 +468,9 @@ def test_a_zod_schema_reads_with_no_edit_and_says_which_keywords_are_not_checked
         ("big", "json", None),  # no type: null is a value JSON Schema allows
     ]
     assert found.unknown_fields == "reject"
-    assert [r.getMessage() for r in caplog.records] == [
-        "schemas[thing]: #/oneOf/0/properties/at/pattern: pattern of a date-time string is not "
-        "checked: the value is parsed as timestamp(iso8601) instead (field_types_valid); set "
-        "x-jsl-type: string to check the text"
-    ]
+    # The column holds the parsed timestamp; zod's pattern on its text is the validator's.
+    assert found.schema_check.delegated == ("/oneOf/0/properties/at/pattern",)
+    assert caplog.records == []
 
 
 def test_a_member_constraint_inside_an_array_is_a_rule_on_every_element():
@@ -494,21 +497,17 @@ def test_a_member_constraint_inside_an_array_is_a_rule_on_every_element():
     assert list(rules) == ["lines_each_sku_matches_pattern", "lines_each_size_cm_in_range"]
 
 
-def test_a_member_constraint_inside_a_map_or_nested_array_is_logged_as_not_checked(caplog):
+def test_a_member_constraint_inside_a_map_or_nested_array_is_left_to_the_validator():
     item = {"type": "object", "properties": {"qty": {"type": "integer", "minimum": 1}}}
-    with caplog.at_level(logging.WARNING, logger="pipelines.contract.json_schema_fields"):
-        in_map = field({"type": "object", "additionalProperties": item})
-        nested = field({"type": "array", "items": {"type": "array", "items": item}})
+    in_map = read(thing({"x": {"type": "object", "additionalProperties": item}}))
+    nested = read(thing({"x": {"type": "array", "items": {"type": "array", "items": item}}}))
 
-    assert in_map.type.element.fields[0].constraints == ()
-    assert nested.type.element.element.fields[0].constraints == ()
-    assert [r.getMessage() for r in caplog.records] == [
-        f"schemas[thing]: #/properties/x/{where}/properties/qty: range on qty is not "
-        "checked: no rule judges a member of the objects inside a map or a nested array, nor "
-        "each element of a collection inside them (constrain a top-level or struct field, or "
-        "a member of an array's objects, instead)"
-        for where in ("additionalProperties", "items")
-    ]
+    assert in_map.event_type("Thing").field("x").type.element.fields[0].constraints == ()
+    assert nested.event_type("Thing").field("x").type.element.element.fields[0].constraints == ()
+    assert in_map.event_type("Thing").schema_check.delegated == (
+        "/properties/x/additionalProperties",
+    )
+    assert nested.event_type("Thing").schema_check.delegated == ("/properties/x/items",)
 
 
 def test_json_null_is_refused_where_the_type_leaves_it_out():

@@ -113,6 +113,7 @@ KNOWN.update(
     {
         ("silver[pydantic]", "total.decimal_places.three"): _DECIMAL_PLACES,
         ("silver[zod]", "order_id.format.not_rfc9562_version"): _ZOD_PATTERN + _RFC9562,
+        ("silver[zod]", "placed_at.format.lowercase"): _ZOD_PATTERN + _UPPER_T,
     }
 )
 

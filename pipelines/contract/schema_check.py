@@ -1,0 +1,82 @@
+"""What an event type's columns and rules leave to a real JSON Schema validator.
+
+A JSON Schema holds more than columns and one-column rules can say: unions of unlike types
+(`integer | string`), `not`, `if`/`then`/`else`, `dependentRequired`, `contains`,
+`patternProperties`, `unevaluated*`, `allOf` branches that narrow one another, keywords on the
+members of objects inside maps, formats silver has no rule for. The reader no longer refuses
+them: it records where they are (`delegated`, JSON pointers into the document), gives the
+value a column it can hold (a union: its JSON text), and the event type carries this
+`SchemaCheck`. Silver then judges every message of the event type with `jsonschema-rs`
+(`validator`), the schema's dialect taken from its `$schema`, formats asserted: rule
+`schema_valid`, one entry per error, `<instance path>: <message>`. The validator judges the
+whole schema, so a row that breaks a keyword a column rule also judges (a `maxLength`) breaks
+both rules; its verdict decides whether the row reaches silver.
+
+Pure Python: nothing here starts Spark. `pipelines.silver.schema_verdicts` runs it per row.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from functools import cached_property
+from typing import Any
+
+import jsonschema_rs
+
+DOCUMENT_URI = "urn:jetstream-lakehouse:contract"
+# The formats jsonschema-rs asserts; any other is an annotation (JSON Schema's default).
+VALIDATOR_FORMATS = frozenset(
+    {"date", "date-time", "duration", "email", "hostname", "idn-email", "idn-hostname", "ipv4",
+     "ipv6", "iri", "iri-reference", "json-pointer", "regex", "relative-json-pointer", "time",
+     "uri", "uri-reference", "uri-template", "uuid"}
+)  # fmt: skip
+
+
+def pointer(at: tuple) -> str:
+    """A schema path as a JSON pointer (`("$defs", "a/b", 0)` -> `/$defs/a~1b/0`)."""
+    return "".join("/" + str(p).replace("~", "~0").replace("/", "~1") for p in at)
+
+
+@dataclass(frozen=True)
+class SchemaCheck:
+    """The JSON Schema of an event type's payload, judged where its columns cannot judge it.
+
+    Attributes:
+        document: the whole document the payload schema is in, as JSON text (its `$ref`s
+            resolve inside it).
+        at: the JSON pointer of the payload schema in `document` (`""` for its root).
+        delegated: JSON pointers into `document` of the keywords only the validator judges
+            (why the event type has a check; listed by `jsl contract` and in logs).
+    """
+
+    document: str
+    at: str
+    delegated: tuple[str, ...]
+
+    def __getstate__(self) -> dict:
+        return {k: v for k, v in self.__dict__.items() if k != "validator"}  # not picklable
+
+    @classmethod
+    def of(cls, document: Any, at: tuple, delegated: list[tuple]) -> SchemaCheck:
+        """The check of the payload schema at `at` in `document`, judging `delegated`."""
+        text = json.dumps(document, separators=(",", ":"), default=str)
+        places = tuple(dict.fromkeys(pointer(p) for p in delegated))
+        return cls(text, pointer(at), places)
+
+    @cached_property
+    def validator(self) -> Any:
+        """The compiled jsonschema-rs validator (compiled once per process)."""
+        document = json.loads(self.document)
+        registry = jsonschema_rs.Registry([(DOCUMENT_URI, document)])
+        root = {"$ref": f"{DOCUMENT_URI}#{self.at}"}
+        if isinstance(document, dict) and isinstance(document.get("$schema"), str):
+            root["$schema"] = document["$schema"]
+        return jsonschema_rs.validator_for(root, registry=registry, validate_formats=True)
+
+    def errors(self, instance: Any) -> list[str]:
+        """The validator's errors, `<instance path>: <message>` each (`/head_commit/id: ...`)."""
+        return [
+            f"{pointer(tuple(error.instance_path)) or '/'}: {error.message}"
+            for error in self.validator.iter_errors(instance)
+        ]
