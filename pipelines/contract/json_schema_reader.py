@@ -73,9 +73,11 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-from pipelines.contract.constraints import Severity
+from pipelines.contract.constraints import NotInFuture, Severity
+from pipelines.contract.datatypes import FieldType
 from pipelines.contract.errors import located
 from pipelines.contract.fields import default_column, path_column
+from pipelines.contract.json_schema_constraints import DECIMAL_PATTERN
 from pipelines.contract.json_schema_document import ANNOTATIONS, At
 from pipelines.contract.json_schema_fields import MAX_DEPTH, SchemaFields
 from pipelines.contract.model import (
@@ -123,6 +125,8 @@ class SchemaReader(SchemaFields):
         columns: dict[str, At] = {}
         fields = self.flatten(schema, at, "", True, envelope, policies, columns)
         fields = self.unique_columns(fields, columns)
+        if self.delegated:  # the validator judges the whole schema: no rule judges it twice
+            fields = [_own_rules_only(f) for f in fields]
         if envelope.event_type is not None:
             name = self.discriminator(schema, at, envelope.event_type)
         if name is None:
@@ -304,6 +308,27 @@ class SchemaReader(SchemaFields):
                     columns[f.path],
                 )
         return renamed
+
+
+def _own_rules_only(found: Field) -> Field:
+    """`found` with only the constraints the validator does not judge the same way: those
+    someone named or gave a severity (`x-jsl-rule`, `x-jsl-severity`), `x-jsl-not-in-future`,
+    and pydantic's Decimal text judged as a number; struct members and array elements too."""
+
+    def own(constraint) -> bool:
+        named = constraint.rule is not None or constraint.severity is not Severity.QUARANTINE
+        silver_only = isinstance(constraint, NotInFuture) or constraint.numeric_text
+        return named or silver_only or getattr(constraint, "regex", None) == DECIMAL_PATTERN
+
+    def in_type(kind: FieldType) -> FieldType:
+        if kind.element is not None:
+            return replace(kind, element=in_type(kind.element))
+        if kind.fields:
+            return replace(kind, fields=tuple(_own_rules_only(f) for f in kind.fields))
+        return kind
+
+    kept = tuple(c for c in found.constraints if own(c))
+    return replace(found, constraints=kept, type=in_type(found.type))
 
 
 def contract_from_json_schemas(
