@@ -218,7 +218,7 @@ def expected(field_type: FieldType) -> str:
         TypeKind.STRING: "a string",
         TypeKind.JSON: "any JSON value",
         TypeKind.INTEGER: "an integer of 32 bits",
-        TypeKind.LONG: "an integer",
+        TypeKind.LONG: "an integer of 64 bits",  # larger ones: decimal(38,0) or json
         TypeKind.DOUBLE: "a number",
         TypeKind.DECIMAL: f"a number that fits {field_type}",
         TypeKind.BOOLEAN: "true or false",
