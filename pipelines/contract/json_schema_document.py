@@ -2,8 +2,9 @@
 
 `SchemaDocument` holds the whole document (a JSON Schema, or an AsyncAPI document whose
 schemas refer to each other) so that `$ref: "#/..."` resolves inside it; a `$ref` to another
-document, a recursive one, or a keyword the contract does not map fails with the schema path
-as a JSON pointer (`#/components/schemas/OrderPlaced/properties/data/oneOf`).
+document fails with the schema path as a JSON pointer
+(`#/components/schemas/OrderPlaced/properties/data/$ref`). What no column can express is
+`delegate`d: its JSON pointer is kept for the validator (`pipelines.contract.schema_check`).
 """
 
 from __future__ import annotations
@@ -31,7 +32,8 @@ EXTENSIONS = frozenset(
 VALIDATOR_KEYWORDS = frozenset(
     {"not", "if", "then", "else", "patternProperties", "dependentSchemas", "dependentRequired",
      "dependencies", "propertyNames", "prefixItems", "additionalItems", "contains",
-     "minContains", "maxContains", "unevaluatedProperties", "unevaluatedItems"}
+     "minContains", "maxContains", "unevaluatedProperties", "unevaluatedItems", "$dynamicRef",
+     "$recursiveRef"}
 )  # fmt: skip
 # A sentinel branch of an optional field's union, such as githubkit's `{const: "<UNSET>"}`:
 # a value the SDK never sends, not a type of the column.

@@ -25,6 +25,8 @@ object schemas told apart by a const discriminator (one event type each).
                                                is mistyped (`Field.nullable` false)
     allOf: [...]                               merged (properties and required joined)
     nested type: object with properties        flattened: data.fileSize -> column file_size
+                                               (last keys colliding: the whole path,
+                                               head_commit_author_name)
     type: object, additionalProperties: S      map<type of S> (an object with no properties)
     type: array, items: S                      array<type of S> (objects: array<struct>);
                                                S's constraints check each element, its
@@ -56,14 +58,17 @@ object schemas told apart by a const discriminator (one event type each).
     x-jsl-severities: {rule: sev} (at the root) built-in rules' severities (quarantine or
                                                quarantine+block), as a contract's severities:
 
-Keywords that cannot become a column or a row rule (`not`, `if`/`then`/`else`,
-`patternProperties`, `dependentSchemas`, `dependentRequired`, `propertyNames`, `prefixItems`,
-`contains`, `unevaluated*`, a union that is not one of the above, a `$ref` to another document
-or a recursive one) fail with their schema path and what to do (`REFUSED` in
-`pipelines.contract.json_schema_document`); annotations (`title`, `examples`, `default`,
-`$comment`, `content*`, `discriminator`, `x-...`) are ignored. The envelope's paths, tables,
-subjects and derived columns are not in a schema: the caller supplies them. docs/contract.md
-has the table of every keyword.
+A union of unlike types is the value's JSON text (a sentinel branch such as githubkit's
+`<UNSET>` is dropped; branches of one JSON type are that type); flattened properties whose
+last keys share a column are named by their whole path. Keywords no column or one-column rule
+can express (`not`, `if`/`then`/`else`, `patternProperties`, `dependent*`, `propertyNames`,
+`prefixItems`, `contains`, `unevaluated*`, such unions, allOf narrowings, recursive `$ref`s,
+formats only the validator knows) are left to jsonschema-rs: the event type gets a
+`SchemaCheck` (`pipelines.contract.schema_check`, rule `schema_valid`) and keeps only the
+rules the validator would not judge the same way. Unknown keywords are annotations; a `$ref`
+to another document and a misspelt `x-jsl-*` fail with their schema path. The envelope's
+paths, tables, subjects and derived columns are not in a schema: the caller supplies them.
+docs/contract.md has the table of every keyword.
 """
 
 from __future__ import annotations
