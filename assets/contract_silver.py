@@ -93,6 +93,7 @@ from resources.jetstream.errors import JetStreamError
 from resources.lakehouse import TABLE_METADATA_KEY, LakehouseResource
 from resources.quality import DataQualityResource
 from resources.spark import SparkResource
+from resources.spark_errors import one_line_spark_errors
 
 # Runs of the stage in one step: another run moving the watermark first makes it go again.
 STAGE_ATTEMPTS = 3
@@ -418,29 +419,30 @@ def _run_stage(
     """The stage's result on the new bronze rows, run again if another moved the watermark."""
     for attempt in range(1, STAGE_ATTEMPTS + 1):
         try:
-            return run_contract_silver(
-                session,
-                watermarks,
-                silver.contract,
-                stream=silver.stream,
-                bronze_path=lakehouse.table_path(silver.ingest.table),
-                table_paths={name: paths[name] for name in silver.tables if name != QUARANTINE},
-                quarantine_path=paths[QUARANTINE],
-                stage=stage_name(silver.stream),
-                run_id=context.run.run_id,
-                now=now,
-                source_table=silver.ingest.table,
-                validate=lambda frame, suite: quality.validate_dataframe(
-                    frame,
-                    suite,
-                    evaluated_at=now,
-                    meta={"run_id": context.run.run_id},
-                    cache=False,  # the stage's frames are projections of a checkpoint
-                ),
-                mostly=silver.mostly,
-                policy=silver.policy,
-                quarantine_name=silver.quarantine,
-            )
+            with one_line_spark_errors(stage_name(silver.stream)):
+                return run_contract_silver(
+                    session,
+                    watermarks,
+                    silver.contract,
+                    stream=silver.stream,
+                    bronze_path=lakehouse.table_path(silver.ingest.table),
+                    table_paths={name: paths[name] for name in silver.tables if name != QUARANTINE},
+                    quarantine_path=paths[QUARANTINE],
+                    stage=stage_name(silver.stream),
+                    run_id=context.run.run_id,
+                    now=now,
+                    source_table=silver.ingest.table,
+                    validate=lambda frame, suite: quality.validate_dataframe(
+                        frame,
+                        suite,
+                        evaluated_at=now,
+                        meta={"run_id": context.run.run_id},
+                        cache=False,  # the stage's frames are projections of a checkpoint
+                    ),
+                    mostly=silver.mostly,
+                    policy=silver.policy,
+                    quarantine_name=silver.quarantine,
+                )
         except WatermarkConflictError as error:
             # Another run of this stage (an automation run beside the ingest run's silver)
             # moved the watermark first. What this run merged is in the tables once
