@@ -176,11 +176,12 @@ class DeclarationSite:
         """`error` at `attribute`, the attribute that declares the contract: the contract's own
         place (its file relative to the defs.yaml's folder when it is there, line, path) and
         problem after the declaration's."""
-        source = error.source
+        source, problem = error.source, error.problem
         if source is not None and Path(source).is_relative_to(self.defs_yaml.parent):
             source = str(Path(source).relative_to(self.defs_yaml.parent))
+            problem = problem.replace(f"  - {error.source}", f"  - {source}")  # the others
         shown = ContractError(
-            error.problem,
+            problem,
             source=source,
             path=error.path,
             line=error.line,

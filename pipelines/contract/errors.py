@@ -87,6 +87,24 @@ class ContractError(ValueError):
         )
 
 
+def combined(errors: Sequence[ContractError]) -> ContractError:
+    """One error for several problems of a document: the first, with the others (each with
+    its own place) listed after it, so that one read reports every problem."""
+    first, *others = errors
+    if not others:
+        return first
+    more = "".join(f"\n  - {error}" for error in others)
+    problem = f"{first.problem}\n  and {len(others)} more problem(s):{more}"
+    return ContractError(
+        problem,
+        source=first.source,
+        path=first.path,
+        line=first.line,
+        pointer=first.pointer,
+        absolute=first.absolute,
+    )
+
+
 def format_path(path: Sequence[PathPart], *, pointer: bool = False) -> str:
     """A path for an error message: `a.b[0]['c.d']`, or as a JSON pointer `#/a/b/0/c.d`.
 

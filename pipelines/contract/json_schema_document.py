@@ -279,6 +279,11 @@ class SchemaDocument:
         """Where the keywords that only the validator judges are (reset per event type)."""
         return self.__dict__.setdefault("_delegated", [])
 
+    @property
+    def problems(self) -> list[ContractError]:
+        """The problems found so far in the event type being read (each property's first)."""
+        return self.__dict__.setdefault("_problems", [])
+
     def delegate(self, at: At) -> None:
         """Leaves the keyword at `at` to the validator (`pipelines.contract.schema_check`)."""
         self.delegated.append(at)

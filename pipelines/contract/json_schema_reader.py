@@ -80,7 +80,7 @@ from typing import Any
 
 from pipelines.contract.constraints import NotInFuture, Severity
 from pipelines.contract.datatypes import FieldType
-from pipelines.contract.errors import located
+from pipelines.contract.errors import ContractError, combined, located
 from pipelines.contract.fields import default_column, path_column
 from pipelines.contract.json_schema_constraints import DECIMAL_PATTERN
 from pipelines.contract.json_schema_document import ANNOTATIONS, At
@@ -123,12 +123,15 @@ class SchemaReader(SchemaFields):
     ) -> EventType:
         """The event type a message's payload schema describes (see the module docstring)."""
         self.delegated.clear()
+        self.problems.clear()
         payload_at = at
         schema, at = self.schema(schema, at)
         self.check_keywords(schema, at)
         policies: list[tuple[bool, At]] = []
         columns: dict[str, At] = {}
         fields = self.flatten(schema, at, "", True, envelope, policies, columns)
+        if self.problems:
+            raise combined(self.problems)
         fields = self.unique_columns(fields, columns)
         if self.delegated:  # the validator judges the whole schema: no rule judges it twice
             fields = [_own_rules_only(f) for f in fields]
@@ -257,36 +260,53 @@ class SchemaReader(SchemaFields):
         policies.append((schema.get("additionalProperties") is False, at))
         fields = []
         for key, prop, prop_at, is_required in self.properties(schema, at):
-            prop, prop_at = self.schema(prop, prop_at)
-            self.check_keywords(prop, prop_at)
-            self.not_here(prop, prop_at, "x-jsl-severities", "at the root of the document")
-            path = prefix + key
-            if self.is_object(prop) and "x-jsl-type" not in prop and "properties" in prop:
-                for keyword in ("minProperties", "maxProperties"):
-                    if keyword in prop:  # no column holds the object: the validator counts
-                        self.delegate((*prop_at, keyword))
-                # A nullable object may be null: its fields cannot be required then.
-                inner = required and is_required and prop.get("nullable") is not True
-                if "x-jsl-column" in prop:
-                    raise self.fail(
-                        "x-jsl-column on an object that is flattened into columns; "
-                        "set it on its properties, or add x-jsl-type: struct",
-                        (*prop_at, "x-jsl-column"),
-                    )
-                fields += self.flatten(
-                    prop, prop_at, f"{path}.", inner, envelope, policies, columns
+            try:
+                fields += self.property_fields(
+                    key,
+                    prop,
+                    prop_at,
+                    prefix,
+                    required and is_required,
+                    envelope,
+                    policies,
+                    columns,
                 )
-                continue
-            found = self.field(
-                prop,
-                prop_at,
-                path,
-                required and is_required,
-                discriminator=path == envelope.event_type,
-            )
-            columns[path] = prop_at
-            fields.append(found)
+            except ContractError as error:  # reported with the others at the event type's end
+                self.problems.append(error)
         return fields
+
+    def property_fields(
+        self,
+        key: str,
+        prop: Any,
+        prop_at: At,
+        prefix: str,
+        required: bool,
+        envelope: Envelope,
+        policies: list,
+        columns: dict[str, At],
+    ) -> list[Field]:
+        """The fields of one property: one, or its object's fields flattened."""
+        prop, prop_at = self.schema(prop, prop_at)
+        self.check_keywords(prop, prop_at)
+        self.not_here(prop, prop_at, "x-jsl-severities", "at the root of the document")
+        path = prefix + key
+        if self.is_object(prop) and "x-jsl-type" not in prop and "properties" in prop:
+            for keyword in ("minProperties", "maxProperties"):
+                if keyword in prop:  # no column holds the object: the validator counts
+                    self.delegate((*prop_at, keyword))
+            if "x-jsl-column" in prop:
+                raise self.fail(
+                    "x-jsl-column on an object that is flattened into columns; "
+                    "set it on its properties, or add x-jsl-type: struct",
+                    (*prop_at, "x-jsl-column"),
+                )
+            # A nullable object may be null: its fields cannot be required then.
+            inner = required and prop.get("nullable") is not True
+            return self.flatten(prop, prop_at, f"{path}.", inner, envelope, policies, columns)
+        found = self.field(prop, prop_at, path, required, discriminator=path == envelope.event_type)
+        columns[path] = prop_at
+        return [found]
 
     def unique_columns(self, fields: list[Field], columns: dict[str, At]) -> list[Field]:
         """The flattened fields, those whose last keys share a column named by their whole
@@ -411,7 +431,7 @@ def _contract(
     readers, envelope, tables, subjects, derived, source, default_subjects=()
 ) -> Contract:
     subjects, derived = subjects or {}, derived or {}
-    events, severities, ids = [], {}, []
+    events, severities, ids, problems = [], {}, [], []
     for reader, schema, name in readers:
         if isinstance(schema, Mapping) and isinstance(schema.get("$id"), str):
             ids.append(schema["$id"])
@@ -428,12 +448,20 @@ def _contract(
             # file's name (or a union's titles) names each event type, as it is sent.
             inner = NO_ENVELOPE
         for variant, at, variant_name in reader.variants(schema, (), name, inner):
-            event = reader.event_type(variant, at, name=variant_name, envelope=inner, tables=tables)
+            try:
+                event = reader.event_type(
+                    variant, at, name=variant_name, envelope=inner, tables=tables
+                )
+            except ContractError as error:  # every event type's problems in one error
+                problems.append(error)
+                continue
             extra = {
                 "subjects": tuple(subjects.get(event.name, default_subjects)),
                 "derived": tuple(derived.get(event.name, ())),
             }
             with located(source, ("events", event.name)):
                 events.append(replace(event, **{k: v for k, v in extra.items() if v}))
+    if problems:
+        raise combined(problems)
     with located(source, ()):
         return Contract(tuple(events), envelope, severities, version=" ".join(ids) or None)

@@ -56,7 +56,8 @@ def test_the_files_are_the_contract(tmp_path):
 
 
 def test_a_broken_schema_names_the_defs_yaml_line_then_the_file_line_and_pointer(tmp_path):
-    broken = {**PLACED, "properties": {**PLACED["properties"], "amount": {"not": {}}}}
+    wrong = {"amount": {"type": "numbr"}, "note": {"type": "string", "pattern": "(("}}
+    broken = {**PLACED, "properties": {**PLACED["properties"], **wrong}}
     stream = declared(tmp_path, "placed.json", {"placed.json": broken})
 
     with pytest.raises(ComponentDeclarationError) as raised:
@@ -64,7 +65,10 @@ def test_a_broken_schema_names_the_defs_yaml_line_then_the_file_line_and_pointer
 
     text = str(raised.value)
     assert text.startswith(f"{tmp_path}/defs.yaml:9: attributes.json_schema_files: placed.json:")
-    assert "#/properties/amount/not: unsupported JSON Schema keyword 'not'" in text
+    assert "#/properties/amount/type: unsupported type 'numbr'" in text
+    # Every problem of the document in one read, each with its place:
+    assert "and 1 more problem(s):\n  - placed.json:" in text
+    assert "#/properties/note/pattern: " in text
 
 
 def test_a_missing_file_names_the_defs_yaml_line_and_the_files_there(tmp_path):
