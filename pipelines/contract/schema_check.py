@@ -38,6 +38,69 @@ def pointer(at: tuple) -> str:
     return "".join("/" + str(p).replace("~", "~0").replace("/", "~1") for p in at)
 
 
+def reachable(document: Any, at: tuple) -> Any:
+    """`document` with only the schema at `at` and the `$ref` targets it reaches, each at its
+    own place (so every `#/...` pointer resolves as written), and the root's `$schema`: a
+    webhook event's schema keeps its dozens of definitions, not the document's thousands.
+    A reference that is not a JSON pointer (`#anchor`, another document) keeps it whole."""
+    wanted, todo = set(), [tuple(at)]
+    while todo:
+        path = todo.pop()
+        cut = next((i for i, part in enumerate(path) if isinstance(part, int)), len(path))
+        path = path[:cut]  # a place inside a list: the whole list (its owner)
+        if path in wanted:
+            continue
+        if path == () and isinstance(document, dict):  # the root: all but its definitions
+            todo += [(key,) for key in document if key not in ("$defs", "definitions")]
+            continue
+        wanted.add(path)
+        for ref in _refs(_at(document, path)):
+            if not ref.startswith("#/") and ref != "#":
+                return document
+            todo.append(tuple(_token(t) for t in ref[2:].split("/") if t))
+    if () in wanted or not isinstance(document, dict):
+        return document
+    kept: dict = {k: document[k] for k in ("$schema",) if k in document}
+    for path in sorted(wanted, key=len):
+        if any(path[:n] in wanted for n in range(len(path))):
+            continue  # inside a place kept whole
+        target = kept
+        for part in path[:-1]:
+            target = target.setdefault(part, {})
+        target[path[-1]] = _at(document, path)
+    return kept
+
+
+def _token(text: str) -> str | int:
+    text = text.replace("~1", "/").replace("~0", "~")
+    return int(text) if text.isdigit() else text
+
+
+def _at(document: Any, path: tuple) -> Any:
+    for part in path:
+        if isinstance(document, list) and isinstance(part, int) and part < len(document):
+            document = document[part]
+        elif isinstance(document, dict) and str(part) in document:
+            document = document[str(part)]
+        elif isinstance(document, dict) and part in document:
+            document = document[part]
+        else:
+            return {}
+    return document
+
+
+def _refs(node: Any):
+    if isinstance(node, dict):
+        for key, value in node.items():
+            if key in ("$ref", "$dynamicRef", "$recursiveRef") and isinstance(value, str):
+                yield value
+            else:
+                yield from _refs(value)
+    elif isinstance(node, list):
+        for value in node:
+            yield from _refs(value)
+
+
 @dataclass(frozen=True)
 class SchemaCheck:
     """The JSON Schema of an event type's payload, judged where its columns cannot judge it.
@@ -59,8 +122,9 @@ class SchemaCheck:
 
     @classmethod
     def of(cls, document: Any, at: tuple, delegated: list[tuple]) -> SchemaCheck:
-        """The check of the payload schema at `at` in `document`, judging `delegated`."""
-        text = json.dumps(document, separators=(",", ":"), default=str)
+        """The check of the payload schema at `at` in `document`, judging `delegated`; the
+        document is kept with only what the payload schema reaches (`reachable`)."""
+        text = json.dumps(reachable(document, at), separators=(",", ":"), default=str)
         places = tuple(dict.fromkeys(pointer(p) for p in delegated))
         return cls(text, pointer(at), places)
 

@@ -1,6 +1,7 @@
 """JSON Schema payloads: the mapping table of the module docstring, and what fails."""
 
 import datetime as dt
+import json
 
 import pytest
 
@@ -405,3 +406,17 @@ def test_an_unknown_x_jsl_unknown_fields_names_its_keyword_and_the_choices():
     text = error({"x": {"type": "string"}}, **{"x-jsl-unknown-fields": "drop"})
 
     assert "#/x-jsl-unknown-fields: unknown_fields is one of keep, ignore, reject" in text
+
+
+def test_the_validator_keeps_only_the_definitions_the_event_schema_reaches():
+    root = schema({"x": {"$ref": "#/$defs/Code"}, "y": {"not": {}}})
+    root["$defs"] = {
+        "Code": {"$ref": "#/$defs/Text"},
+        "Text": {"type": "string"},
+        "Unused": {"type": "integer"},
+    }
+    check = contract_from_json_schemas({"t": root}, envelope=ENVELOPE).event_type("Thing")
+
+    document = json.loads(check.schema_check.document)
+    assert sorted(document["$defs"]) == ["Code", "Text"]
+    assert check.schema_check.at == ""
