@@ -155,9 +155,11 @@ def key_column(key: str) -> str:
 
 
 def path_column(path: str) -> str:
-    """The column of a nested field named by its whole path (`head_commit.author.name` ->
-    `head_commit_author_name`), for fields whose last keys would share a column."""
-    return "_".join(key_column(part).strip("_") or "_" for part in path.split("."))
+    """The column of a field named by its whole path, its keys' columns joined by `__`
+    (`head_commit.author.name` -> `head_commit__author__name`, `hook.id` -> `hook__id`), for
+    fields whose last keys would share a column. A key's column never holds `__`, so no such
+    name is any other key's or path's column."""
+    return "__".join(key_column(part).strip("_") or "x" for part in path.split("."))
 
 
 def snake_case(name: str) -> str:

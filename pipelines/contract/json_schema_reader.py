@@ -26,7 +26,7 @@ object schemas told apart by a const discriminator (one event type each).
     allOf: [...]                               merged (properties and required joined)
     nested type: object with properties        flattened: data.fileSize -> column file_size
                                                (last keys colliding: the whole path,
-                                               head_commit_author_name)
+                                               head_commit__author__name)
     type: object, additionalProperties: S      map<type of S> (an object with no properties)
     type: array, items: S                      array<type of S> (objects: array<struct>);
                                                S's constraints check each element, its
@@ -60,7 +60,7 @@ object schemas told apart by a const discriminator (one event type each).
 
 A union of unlike types is the value's JSON text (a sentinel branch such as githubkit's
 `<UNSET>` is dropped; branches of one JSON type are that type); flattened properties whose
-last keys share a column are named by their whole path. Keywords no column or one-column rule
+last keys share a column are named by their whole path (`__` between keys). Keywords no column or one-column rule
 can express (`not`, `if`/`then`/`else`, `patternProperties`, `dependent*`, `propertyNames`,
 `prefixItems`, `contains`, `unevaluated*`, such unions, allOf narrowings, recursive `$ref`s,
 formats only the validator knows) are left to jsonschema-rs: the event type gets a
@@ -86,6 +86,7 @@ from pipelines.contract.json_schema_constraints import DECIMAL_PATTERN
 from pipelines.contract.json_schema_document import ANNOTATIONS, At
 from pipelines.contract.json_schema_fields import MAX_DEPTH, SchemaFields
 from pipelines.contract.model import (
+    RESERVED_COLUMNS,
     Contract,
     DerivedColumn,
     Envelope,
@@ -309,17 +310,19 @@ class SchemaReader(SchemaFields):
         return [found]
 
     def unique_columns(self, fields: list[Field], columns: dict[str, At]) -> list[Field]:
-        """The flattened fields, those whose last keys share a column named by their whole
-        path instead (`head_commit.author.name` -> `head_commit_author_name`); a column
-        someone named (`x-jsl-column`) keeps its name."""
+        """The flattened fields, those whose last keys share a column, or whose column is one
+        silver adds (`subject`, `seq`, ...), named by their whole path instead
+        (`head_commit.author.name` -> `head_commit__author__name`; `subject` ->
+        `payload__subject`); a column someone named (`x-jsl-column`) keeps its name."""
         by_column: dict[str, list[Field]] = {}
         for f in fields:
             by_column.setdefault(f.column.lower(), []).append(f)
         renamed = []
         for f in fields:
-            shared = len(by_column[f.column.lower()]) > 1
-            if shared and f.column == default_column(f.path) and "." in f.path:
-                f = replace(f, column=path_column(f.path))
+            shared = len(by_column[f.column.lower()]) > 1 and "." in f.path
+            reserved = f.column.lower() in RESERVED_COLUMNS
+            if (shared or reserved) and f.column == default_column(f.path):
+                f = replace(f, column=path_column(("payload." if reserved else "") + f.path))
             renamed.append(f)
         taken: dict[str, Field] = {}
         for f in renamed:

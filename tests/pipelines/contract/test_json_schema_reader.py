@@ -286,9 +286,17 @@ def test_properties_whose_last_keys_share_a_column_are_named_by_their_whole_path
     )
 
     assert found.field("eventId").column == "event_id"  # at the top: its own name
-    assert found.field("data.eventId").column == "data_event_id"
+    assert found.field("data.eventId").column == "data__event_id"
     assert found.field("data.+1").column == "x2b_1"
     assert found.field("data.-1").column == "x2d_1"
+
+
+def test_a_property_named_like_a_column_silver_adds_lands_under_its_whole_path():
+    root = schema({})
+    root["properties"]["subject"] = {"type": "string"}
+    found = contract_from_json_schemas({"t": root}, envelope=ENVELOPE).event_type("Thing")
+
+    assert found.field("subject").column == "payload__subject"
 
 
 def test_a_column_someone_named_that_collides_names_both_schema_paths():
