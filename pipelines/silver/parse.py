@@ -27,6 +27,7 @@ are looked up in the data.
 
 from __future__ import annotations
 
+import functools
 import re
 
 from pyspark.sql import Column, DataFrame
@@ -104,6 +105,7 @@ class _Columns:
         self.paths = {path: n for n, path in enumerate(layout.all_paths(contract))}
         self.sources = {path: field_source(path) for path in self.paths}
         self.types: dict[tuple[str, str, bool], str] = {}
+        self.memo: dict[tuple, Column] = {}
         for event in contract.event_types:
             for spot in layout.spots(event.fields):
                 self.types.setdefault(self.key(spot), f"_t{len(self.types)}")
@@ -112,17 +114,37 @@ class _Columns:
     def key(spot: Spot) -> tuple[str, str, bool]:
         return spot.path, str(spot.field.type), spot.field.number_text
 
+    # Each Column is built once and reused: building one is a call into the JVM, and a
+    # contract of thousands of paths would otherwise make a million of them.
+    def _once(self, key: tuple, make) -> Column:
+        found = self.memo.get(key)
+        if found is None:
+            found = self.memo[key] = make()
+        return found
+
     def value(self, path: str) -> Column:
-        return F.col(f"_v{self.paths[path]}")
+        return self._once(("v", path), lambda: F.col(f"_v{self.paths[path]}"))
 
     def kind(self, path: str) -> Column:
-        return F.col(f"_k{self.paths[path]}")
+        return self._once(("k", path), lambda: F.col(f"_k{self.paths[path]}"))
 
     def text(self, path: str) -> Column:
-        return F.col(f"_s{self.paths[path]}")
+        return self._once(("s", path), lambda: F.col(f"_s{self.paths[path]}"))
 
     def typed(self, spot: Spot) -> Column:
-        return F.col(self.types[self.key(spot)])
+        name = self.types[self.key(spot)]
+        return self._once(("t", name), lambda: F.col(name))
+
+    def is_object(self, path: str) -> Column:
+        return self._once(("object", path), lambda: _is_object(self.kind(path)))
+
+    def present(self, path: str) -> Column:
+        """There, and not JSON null."""
+        return self._once(("present", path), lambda: present(self.kind(path)))
+
+    def not_an_object(self, path: str) -> Column:
+        """Present, and not an object."""
+        return self._once(("not object", path), lambda: self.present(path) & ~self.is_object(path))
 
     def temporary(self) -> list[str]:
         names = [f"_{kv}{n}" for n in self.paths.values() for kv in "vsk"]
@@ -145,24 +167,30 @@ def _problems(
     struct_paths = {s.path for s in spots if s.field.type.kind is TypeKind.STRUCT}
     parents = {p: None for s in spots for p in layout.prefixes(s.path) if p not in struct_paths}
     for parent in parents:
-        kind = cols.kind(parent)
-        bad = present(kind) & ~_is_object(kind)
+        bad = cols.not_an_object(parent)
         mistyped.append(F.when(bad, F.lit(f"{parent} (expected an object)")))
+
+    @functools.cache
+    def reachable_below(path: str) -> Column:
+        """Whether the fields under `path` are reachable: every struct around them (and
+        `path`, if a struct) is an object, no other parent is a non-object."""
+        outer = layout.prefixes(path)
+        here = reachable_below(outer[-1]) if outer else F.lit(True)
+        if not outer and bad_data is not None:
+            here = ~bad_data
+        if path in struct_paths:
+            return here & cols.is_object(path)
+        return here & ~cols.not_an_object(path)
+
     for spot in spots:
         kind = cols.kind(spot.path)
-        # Reachable: every struct around it is an object, no other parent is a non-object.
-        reachable = F.lit(True)
-        if bad_data is not None and layout.from_payload(spot.path):
+        outer = layout.prefixes(spot.path)
+        reachable = reachable_below(outer[-1]) if outer else F.lit(True)
+        if not outer and bad_data is not None and layout.from_payload(spot.path):
             reachable = ~bad_data
-        for parent in layout.prefixes(spot.path):
-            parent_kind = cols.kind(parent)
-            if parent in struct_paths:
-                reachable = reachable & _is_object(parent_kind)
-            else:
-                reachable = reachable & ~(present(parent_kind) & ~_is_object(parent_kind))
         if spot.field.required:
             # A nullable required field must be there, and may be JSON null.
-            absent = kind.isNull() if spot.field.nullable else ~present(kind)
+            absent = kind.isNull() if spot.field.nullable else ~cols.present(spot.path)
             missing.append(F.when(reachable & absent, F.lit(spot.path)))
         kind_of = spot.field.type.kind
         if kind_of in (TypeKind.STRUCT, TypeKind.ARRAY, TypeKind.MAP):
@@ -172,7 +200,7 @@ def _problems(
             ok = cols.typed(spot).isNotNull()
         wanted = "a number or its text" if spot.field.number_text else expected(spot.field.type)
         text = f"{spot.path} (expected {wanted})"
-        mistyped.append(F.when(present(kind) & ~ok, F.lit(text)))
+        mistyped.append(F.when(cols.present(spot.path) & ~ok, F.lit(text)))
         if spot.field.nullable is False and not spot.field.required:
             null = reachable & (kind == "VOID")
             mistyped.append(F.when(null, F.lit(f"{text[:-1]}, got null)")))

@@ -106,7 +106,7 @@ CASES = [
     ("mimeType PDF", deleted_event("e-5", mimeType="PDF"), broken(
         "mime_type_well_formed", "e-5", f"data.mimeType 'PDF' does not match {MIME}")),
     ("fileSize as text", changed(deleted_event("e-6"), "data.fileSize", "12"), wrong_type(
-        "e-6", "data.fileSize", "an integer")),
+        "e-6", "data.fileSize", "an integer of 64 bits")),
     ("deletedAt 6 minutes after publishing", deleted_event("e-7", deletedAt="2026-11-21T12:06:00Z"),
         broken("deleted_at_not_in_future", "e-7", "data.deletedAt 2026-11-21T12:06:00.000Z is "
                "later than its publish time + clock skew (2026-11-21T12:05:00.000Z)")),
@@ -125,7 +125,7 @@ CASES = [
                     f"known_event_type: eventType is not a string; expected {KNOWN}; "
                     "required_fields_present: missing or null: eventType")),
     ("fileSize 2**70", changed(deleted_event("e-15"), "data.fileSize", 2**70), wrong_type(
-        "e-15", "data.fileSize", "an integer")),
+        "e-15", "data.fileSize", "an integer of 64 bits")),
     ("userId with a trailing newline", deleted_event("e-16", userId="user-001\n"), broken(
         "user_id_format", "e-16", f"data.userId 'user-001\n' does not match {USER}")),
     ("null expiresAt", trashed_event("t-3", expiresAt=None), missing(
@@ -150,9 +150,9 @@ CASES = [
     ("null mimeType", changed(deleted_event("e-null-mime"), "data.mimeType", None), missing(
         "e-null-mime", "data.mimeType")),
     ("fractional fileSize", deleted_event("e-size-frac", fileSize=1.5), wrong_type(
-        "e-size-frac", "data.fileSize", "an integer")),
+        "e-size-frac", "data.fileSize", "an integer of 64 bits")),
     ("fileSize 2**64", deleted_event("e-size-huge", fileSize=1 << 64), wrong_type(
-        "e-size-huge", "data.fileSize", "an integer")),
+        "e-size-huge", "data.fileSize", "an integer of 64 bits")),
     ("bad trashed expiresAt", trashed_event("t-bad-expiry", expiresAt="next month"), wrong_type(
         "t-bad-expiry", "data.expiresAt", "an ISO-8601 timestamp string", TRASHED)),
     ("over 1 TiB", deleted_event("e-big", fileSize=TIB + 1), broken(
