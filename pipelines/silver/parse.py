@@ -112,7 +112,9 @@ class _Columns:
 
     @staticmethod
     def key(spot: Spot) -> tuple[str, str, bool]:
-        return spot.path, str(spot.field.type), spot.field.number_text
+        # The type's repr, not its name: two event types' `array<struct>` at one path may
+        # hold different members (each its own typed column).
+        return spot.path, repr(spot.field.type), spot.field.number_text
 
     # Each Column is built once and reused: building one is a call into the JVM, and a
     # contract of thousands of paths would otherwise make a million of them.

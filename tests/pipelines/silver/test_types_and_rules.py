@@ -285,3 +285,27 @@ def test_the_envelope_is_read_for_every_parsed_row_declared_type_or_not(checked)
         20: ("Everything", "20", None),
         22: ("Nothing", "22", at),
     }
+
+
+def test_two_event_types_with_different_structs_at_one_path_each_get_their_own(spark):
+    def event(member_type: str) -> dict:
+        return {
+            "subjects": [f"t.{member_type}"],
+            "fields": {"records": {"type": "array<struct>", "fields": {"v": member_type}}},
+        }
+
+    contract = contract_from_dict({"events": {"Text": event("string"), "Number": event("double")}})
+    rows = [
+        ("S", seq, subject, PUBLISHED, PUBLISHED.date(), None, json.dumps(doc).encode(), None,
+         "r", PUBLISHED)
+        for seq, (subject, doc) in enumerate(
+            [("t.string", {"records": [{"v": "2.1"}]}), ("t.double", {"records": [{"v": 1.5}]})], 1
+        )
+    ]  # fmt: skip
+    batch = route(
+        parse_events(spark.createDataFrame(rows, BRONZE_SCHEMA), contract), contract,
+        run_id="r", now=NOW, source_table="bronze/t",
+    )  # fmt: skip
+
+    assert [r.records[0].v for r in batch.tables["Text"].collect()] == ["2.1"]
+    assert [r.records[0].v for r in batch.tables["Number"].collect()] == [1.5]
