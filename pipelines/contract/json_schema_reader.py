@@ -304,6 +304,9 @@ class SchemaReader(SchemaFields):
                 )
             # A nullable object may be null: its fields cannot be required then.
             inner = required and prop.get("nullable") is not True
+            if not inner and prop.get("required"):
+                # Required only when the object is there: no column's rule, the validator's.
+                self.delegate((*prop_at, "required"))
             return self.flatten(prop, prop_at, f"{path}.", inner, envelope, policies, columns)
         found = self.field(prop, prop_at, path, required, discriminator=path == envelope.event_type)
         columns[path] = prop_at

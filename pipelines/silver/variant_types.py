@@ -154,18 +154,6 @@ def conforms(
     return _conforms(variant, kind, field_type, top=True, null_elements=null_elements)
 
 
-def all_of(columns: list[Column]) -> Column:
-    """`columns[0] & columns[1] & ...` (true for none) as a balanced tree, log2(n) deep: a
-    chain as long as a struct has members (hundreds, in a webhook's) would overflow the
-    driver's thread stack, and Spark Connect's message nesting limit much sooner."""
-    if not columns:
-        return F.lit(True)
-    if len(columns) == 1:
-        return columns[0]
-    half = len(columns) // 2
-    return all_of(columns[:half]) & all_of(columns[half:])
-
-
 def _conforms(
     variant: Column,
     kind: Column,
@@ -179,7 +167,6 @@ def _conforms(
         ok = kind.startswith("OBJECT")
         if top:
             return ok
-        members = []
         for f in field_type.fields:
             inner = F.variant_get(variant, json_path(f.path), "variant")
             inner_kind = F.schema_of_variant(inner)
@@ -190,15 +177,13 @@ def _conforms(
                 member = member | exact_number(inner_kind)
             # Null: a value when nullable, absent when optional and not declared otherwise.
             null_ok = f.nullable is True or (not f.required and f.nullable is None)
-            members.append(
-                F.coalesce(
-                    F.when(present(inner_kind), member)
-                    .when(inner_kind == "VOID", F.lit(null_ok))
-                    .otherwise(F.lit(not f.required)),
-                    F.lit(False),
-                )
+            ok = ok & F.coalesce(
+                F.when(present(inner_kind), member)
+                .when(inner_kind == "VOID", F.lit(null_ok))
+                .otherwise(F.lit(not f.required)),
+                F.lit(False),
             )
-        return ok & all_of(members)
+        return ok
     if k in (TypeKind.ARRAY, TypeKind.MAP):
         element = field_type.element
 
