@@ -60,10 +60,11 @@ object schemas told apart by a const discriminator (one event type each).
 
 A union of unlike types is the value's JSON text (a sentinel branch such as githubkit's
 `<UNSET>` is dropped; branches of one JSON type are that type); flattened properties whose
-last keys share a column are named by their whole path (`__` between keys). Keywords no column or one-column rule
-can express (`not`, `if`/`then`/`else`, `patternProperties`, `dependent*`, `propertyNames`,
-`prefixItems`, `contains`, `unevaluated*`, such unions, allOf narrowings, recursive `$ref`s,
-formats only the validator knows) are left to jsonschema-rs: the event type gets a
+last keys share a column are named by their whole path (`__` between keys). Keywords no
+column or one-column rule can express (`not`, `if`/`then`/`else`, `patternProperties`,
+`dependent*`, `propertyNames`, `prefixItems`, `contains`, `unevaluated*`, such unions, allOf
+narrowings, recursive `$ref`s, formats only the validator knows, an optional or nullable
+object's own `required`) are left to jsonschema-rs: the event type gets a
 `SchemaCheck` (`pipelines.contract.schema_check`, rule `schema_valid`) and keeps only the
 rules the validator would not judge the same way. Unknown keywords are annotations; a `$ref`
 to another document and a misspelt `x-jsl-*` fail with their schema path. The envelope's

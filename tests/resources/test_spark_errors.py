@@ -5,10 +5,10 @@ import pytest
 from resources.spark_errors import SparkStageError, one_line_spark_errors
 
 
-def test_a_spark_failure_is_one_line_naming_the_stage_and_the_log_with_every_frame(spark, tmp_path):
-    with pytest.raises(SparkStageError) as raised:
-        with one_line_spark_errors("silver.orders", log_dir=tmp_path):
-            spark.range(3).selectExpr("assert_true(id < 1, 'id too large')").collect()
+def test_a_spark_failure_is_one_line_naming_the_stage_and_a_log_with_every_frame(spark, tmp_path):
+    failing = spark.range(3).selectExpr("assert_true(id < 1, 'id too large')")
+    with pytest.raises(SparkStageError) as raised, one_line_spark_errors("silver.orders", tmp_path):
+        failing.collect()
 
     message = str(raised.value)
     assert "\n" not in message
@@ -21,7 +21,6 @@ def test_a_spark_failure_is_one_line_naming_the_stage_and_the_log_with_every_fra
 
 
 def test_any_other_error_passes_unchanged(tmp_path):
-    with pytest.raises(KeyError):
-        with one_line_spark_errors("silver.orders", log_dir=tmp_path):
-            raise KeyError("not Spark's")
+    with pytest.raises(KeyError), one_line_spark_errors("silver.orders", log_dir=tmp_path):
+        raise KeyError("not Spark's")
     assert list(tmp_path.iterdir()) == []

@@ -178,7 +178,8 @@ CASES = [
         changed(deleted_event("e-mixed", fileSize="1"), "data.fileName", MISSING),
         Quarantined(["required_fields_present", "field_types_valid"], "e-mixed", DELETED,
                     "required_fields_present: missing or null: data.fileName; "
-                    "field_types_valid: wrong type: data.fileSize (expected an integer of 64 bits)")),
+                    "field_types_valid: wrong type: data.fileSize "
+                    "(expected an integer of 64 bits)")),
     ("unknown type without eventId",
         changed(changed(deleted_event(), "eventType", "Other"), "eventId", MISSING),
         Quarantined(["known_event_type", "required_fields_present"], None, "Other",
