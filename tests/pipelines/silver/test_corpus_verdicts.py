@@ -32,7 +32,7 @@ from tests.pipelines.silver.corpus_mutations import mutations, text
 
 PUBLISHED = dt.datetime(2026, 11, 27, 12, 0, tzinfo=dt.UTC)
 # All of the corpus's differences from jsonschema are integers beyond 64 bits (a column holds
-# a long: field_types_valid), the one mutation in 70 that makes one: 19 of 1,313 messages
+# a long: field_types_valid), about one mutation in 70: 19 of 1,313 messages
 # on the full corpus (98.55% agreement), none otherwise (docs/schema-interop.md).
 AGREEMENT = 0.98
 MIN_SOURCES, MIN_EVENT_TYPES = 4, 30
