@@ -12,7 +12,7 @@
 3. Loading the large contract from its files (what every `dg check defs`, launch and code
    server pays).
 
-    .venv/bin/python bench/schema_verdicts.py [--batch 2000] [--runs 3]
+    .venv/bin/python bench/schema_verdicts.py [--batch 2000] [--runs 3] [--verdicts-only]
 """
 
 from __future__ import annotations
@@ -81,6 +81,7 @@ def main() -> None:
     parser.add_argument("--batch", type=int, default=2000)
     parser.add_argument("--runs", type=int, default=3)
     parser.add_argument("--source", default="npm @octokit/webhooks-schemas")
+    parser.add_argument("--verdicts-only", action="store_true", help="skip the silver step")
     args = parser.parse_args()
 
     events = [e for e in corpus_events() if e.source.startswith(args.source)]
@@ -130,6 +131,8 @@ def main() -> None:
         f"(ratio {rate / alone:.2f})"
     )
 
+    if args.verdicts_only:
+        return
     big, little = [], []
     for _ in range(args.runs):
         big.append(_silver_step(bronze, large))
