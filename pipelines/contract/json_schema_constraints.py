@@ -33,15 +33,11 @@ CONSTRAINT_KEYWORDS = (
 class SchemaConstraints(SchemaDocument):
     """Maps a property's keywords to constraints; what no column rule judges is delegated."""
 
-    def not_checked(self, at: At) -> None:
-        """A keyword no column rule judges here: the validator judges it."""
-        self.delegate(at)
-
     def unknown_format(self, fmt: object, kind: str) -> None:
         """Logs a format nobody checks, once per format and document (an annotation)."""
-        seen = self.__dict__.setdefault("formats_seen", {})
-        seen[fmt] = seen.get(fmt, 0) + 1
-        if seen[fmt] == 1:
+        logged = self.__dict__.setdefault("formats_logged", set())
+        if fmt not in logged:
+            logged.add(fmt)
             where = f"{self.source}: " if self.source else ""
             LOG.warning(
                 "%sformat %r of a %s is not checked (an annotation: neither a column rule nor "
@@ -74,7 +70,7 @@ class SchemaConstraints(SchemaDocument):
         found = self.constraints(inner, inner_at, element)
         if self.element_constraints(inner, inner_at, element):  # a collection's elements'
             key = "items" if element.kind is TypeKind.ARRAY else "additionalProperties"
-            self.not_checked((*inner_at, key))
+            self.delegate((*inner_at, key))
         with self.at(inner_at):
             return tuple(replace(c_, each=True) for c_ in found)
 
@@ -89,7 +85,7 @@ class SchemaConstraints(SchemaDocument):
             for key in ("pattern", "minLength", "maxLength"):
                 if key in schema:  # the column holds the parsed value; the text is judged
                     del schema[key]
-                    self.not_checked((*at, key))
+                    self.delegate((*at, key))
         bounds = {
             "minimum": schema.get("minimum"),
             "maximum": schema.get("maximum"),

@@ -218,7 +218,7 @@ class SchemaFields(SchemaConstraints):
             for constraint in f.constraints:
                 if constraint in keep:
                     continue
-                self.not_checked(at)  # no column rule judges it; the validator does
+                self.delegate(at)  # no column rule judges it; the validator does
             inner_members = members and f.type.kind is TypeKind.STRUCT
             inner = self.unchecked(f.type, at, f"{prefix}{f.path}.", members=inner_members)
             kept.append(replace(f, type=inner, constraints=keep))
