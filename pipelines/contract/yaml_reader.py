@@ -328,6 +328,13 @@ class _Reader:
     def field(self, path: str, spec: Any, at: At) -> Field:
         if spec is None or isinstance(spec, str):
             spec = {"type": spec or "string"}
+        cut = _cut_type(spec)
+        if cut is not None:
+            raise self.fail(
+                f"type {spec['type']!r} is cut at a comma: in a flow mapping ({{...}}) YAML "
+                f"splits an unquoted type there; quote it: {cut}",
+                (*at, "type"),
+            )
         spec = self.mapping(spec, at, FIELD_KEYS)
         nested = self.fields(spec["fields"], (*at, "fields")) if "fields" in spec else ()
         with self.at((*at, "type")):
@@ -425,6 +432,24 @@ class _Reader:
             return DerivedColumn(
                 column, spec.get("expression"), derived_type, spec.get("description")
             )
+
+
+def _cut_type(spec: Any) -> str | None:
+    """How to write a field's type that YAML split at a comma, else None (not split).
+
+    In a flow mapping, `{type: decimal(12,2), required: true}` reads as type `decimal(12` and
+    a key `2)` without a value: the type's brackets do not close. The whole type is the type
+    and the value-less unknown keys after it, joined again: `type: "decimal(12,2)"`.
+    """
+    declared = spec.get("type") if isinstance(spec, Mapping) else None
+    if not isinstance(declared, str) or declared.count("(") + declared.count("<") <= (
+        declared.count(")") + declared.count(">")
+    ):
+        return None
+    rest = [key for key, value in spec.items() if key not in FIELD_KEYS and value is None]
+    if not rest:  # `{path: decimal(12,2)}`: the rest is a key of the fields' mapping
+        return f'"{declared},...", the whole type in quotes'
+    return f'type: "{",".join([declared, *map(str, rest)])}"'
 
 
 def _present(**values: Any) -> dict[str, Any]:

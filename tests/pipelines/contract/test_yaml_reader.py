@@ -346,6 +346,23 @@ def test_errors_from_a_file_name_the_file_and_the_line(tmp_path):
     assert raised.value.path == ("events", "OrderPlaced", "fields", "data.amount", "type")
 
 
+def test_a_type_a_flow_mapping_splits_at_its_comma_is_told_to_be_quoted(tmp_path):
+    path = tmp_path / "orders.yaml"
+    head = "events:\n  OrderPlaced:\n    subjects: [orders.placed]\n    fields:\n"
+    path.write_text(head + "      data.amount: {type: decimal(12,2), required: true}\n")
+
+    with pytest.raises(ContractError) as raised:
+        read_contract(path)
+
+    assert str(raised.value) == (
+        f"{path}:5: events.OrderPlaced.fields['data.amount'].type: type 'decimal(12' is cut at "
+        "a comma: in a flow mapping ({...}) YAML splits an unquoted type there; quote it: "
+        'type: "decimal(12,2)"'
+    )
+    path.write_text(head + '      data.amount: {type: "decimal(12,2)", required: true}\n')
+    assert read_contract(path).event_types[0].fields[0].type.precision == 12
+
+
 def test_a_key_written_twice_and_invalid_yaml_fail_with_their_line(tmp_path):
     twice = tmp_path / "twice.yaml"
     twice.write_text("events:\n  E:\n    fields: {}\n  E:\n    fields: {}\n")
