@@ -188,6 +188,7 @@ class _Job:
 
 def _check_arguments(
     contract: Contract,
+    stream: str,
     table_paths: Mapping[str, str],
     stage: str,
     run_id: str,
@@ -203,6 +204,7 @@ def _check_arguments(
         )
     if not isinstance(selection, Selection):
         raise ValueError(f"selection must be a Selection, got {selection!r}")
+    selection.check_names(contract, stream)
     if not lease_ttl > 0:
         raise ValueError(f"lease_ttl must be > 0 seconds, got {lease_ttl!r}")
 
@@ -258,14 +260,14 @@ def rejudge(
         the request would judge the same rows again the same way.
 
     Raises:
-        ValueError: arguments that do not fit (before any I/O), or a pending intent of
-            another stream for `stage`.
+        ValueError: arguments that do not fit (before any I/O: a rule or an event type the
+            contract lacks, ...), or a pending intent of another stream for `stage`.
         SchemaChangeError: the contract no longer fits a table in a way `policy` does not
             apply (nothing is written).
         RejudgeInProgressError: another run is rejudging the stage; nothing was written.
         RejudgeLostError: this run's lease expired and another run took over; it finishes.
     """
-    _check_arguments(contract, table_paths, stage, run_id, now, selection, lease_ttl)
+    _check_arguments(contract, stream, table_paths, stage, run_id, now, selection, lease_ttl)
     plans = table_plans(
         contract,
         spark,

@@ -27,6 +27,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, replace
 from typing import Any
 
+from pipelines.contract import Contract
 from resources.jetstream import KeyValueBucket
 from resources.jetstream.errors import JetStreamError, RevisionConflictError
 
@@ -122,6 +123,8 @@ class Selection:
             value = getattr(self, name)
             if value is not None and (isinstance(value, bool) or not isinstance(value, int)):
                 raise ValueError(f"{name} must be an int or None, got {value!r}")
+            if value is not None and value < 1:
+                raise ValueError(f"{name} {value!r} is not a stream sequence: they start at 1")
         if None not in (self.first_seq, self.last_seq) and self.first_seq > self.last_seq:
             raise ValueError(f"first_seq {self.first_seq!r} is after last_seq {self.last_seq!r}")
         for name in ("since", "until"):
@@ -129,7 +132,32 @@ class Selection:
             if value is not None and value.utcoffset() is None:
                 raise ValueError(f"{name} must be timezone-aware (e.g. UTC), got {value!r}")
         if None not in (self.since, self.until) and self.since >= self.until:
-            raise ValueError(f"since {self.since!r} is not before until {self.until!r}")
+            raise ValueError(
+                f"since {self.since.isoformat()} is not before until {self.until.isoformat()}"
+            )
+
+    def check_names(self, contract: Contract, stream: str) -> None:
+        """Checks that the rules and event types selected are those of `contract`.
+
+        Args:
+            contract: the stream's contract as it is now.
+            stream: the stream's name, for the message.
+
+        Raises:
+            ValueError: a rule or an event type `contract` does not declare, listing those it
+                does.
+        """
+        for kind, selected, names in (
+            ("rule", self.rules, [r.name for r in contract.rules]),
+            ("event type", self.event_types, [e.name for e in contract.event_types]),
+        ):
+            unknown = [name for name in selected if name not in names]
+            if unknown:
+                since = " (the rows of a rule since removed: select no rule)" * (kind == "rule")
+                raise ValueError(
+                    f"the contract of stream {stream!r} has no {kind} {unknown[0]!r}; its "
+                    f"{kind}s: {', '.join(names)}{since}"
+                )
 
     def to_json(self) -> dict[str, Any]:
         """The selection as JSON values (instants in UTC ISO 8601)."""

@@ -203,6 +203,19 @@ def test_selection_round_trips_through_json_and_checks_its_bounds():
         Selection(True, first_seq=9, last_seq=3)
     with pytest.raises(ValueError, match="timezone-aware"):
         Selection(True, since=dt.datetime(2026, 1, 1))
+    with pytest.raises(ValueError, match="first_seq -5 is not a stream sequence"):
+        Selection(True, first_seq=-5)
+
+
+def test_a_selection_names_only_the_contracts_rules_and_event_types():
+    Selection(True, rules=(CURRENCY,), event_types=("OrderPlaced",)).check_names(STRICT, "ORDERS")
+
+    with pytest.raises(
+        ValueError, match=r"stream .ORDERS. has no rule .no_such_rule.; its rules: .*curr"
+    ):
+        Selection(True, rules=("no_such_rule",)).check_names(STRICT, "ORDERS")
+    with pytest.raises(ValueError, match=r"no event type 'Nope'; its event types: OrderPlaced"):
+        Selection(False, event_types=("Nope",)).check_names(STRICT, "ORDERS")
 
 
 def test_a_loosened_rule_brings_back_the_rows_that_broke_only_it_once(spark, store, paths):
