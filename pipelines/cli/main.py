@@ -27,38 +27,24 @@ from __future__ import annotations
 import argparse
 import contextlib
 import os
-import re
-import shutil
-import subprocess
 import sys
 from collections.abc import Iterator
 from pathlib import Path
 
 from pipelines.cli import demo as demo_module
 from pipelines.cli.commands import artifacts as artifacts_command
+from pipelines.cli.commands import check_java, project_dir, settings_for
 from pipelines.cli.commands import contract as contract_command
 from pipelines.cli.commands import generate as generate_command
-from pipelines.cli.commands import project_dir, settings_for
 from pipelines.cli.commands import provision as provision_command
 from pipelines.cli.commands import rejudge as rejudge_command
 from pipelines.cli.commands import status as status_command
 from pipelines.cli.commands import tables as tables_command
 from pipelines.settings import Settings
+from resources.spark_errors import SparkStageError
 
 # Commands that keep their runs in the data directory's Dagster home (`DAGSTER_HOME` is theirs).
 OWN_DAGSTER_HOME = ("demo", "dev")
-
-
-def check_java() -> str:
-    """Returns `java -version`'s first line; exits with a clear message if Java 17+ is missing."""
-    java = shutil.which("java")
-    if java is None:
-        sys.exit("Java not found: Spark needs Java 17+ (e.g. apt-get install openjdk-17-jre)")
-    output = subprocess.run([java, "-version"], capture_output=True, text=True).stderr
-    match = re.search(r'version "(\d+)', output)
-    if match is None or int(match.group(1)) < 17:
-        sys.exit(f"Spark 4 needs Java 17 or later; found: {output.splitlines()[0]!r}")
-    return output.splitlines()[0]
 
 
 def setup() -> int:
@@ -175,7 +161,11 @@ def main(argv: list[str] | None = None) -> int:
         return 1
     print(line, file=sys.stderr if stdout_is_data(args) else sys.stdout, flush=True)
     with data_dir_pinned(settings.data_dir):
-        return run_command(args, unknown)
+        try:
+            return run_command(args, unknown)
+        except SparkStageError as error:  # one line; Spark's own in the file it names
+            print(error, file=sys.stderr)
+            return 1
 
 
 def run_command(args: argparse.Namespace, unknown: list[str]) -> int:
@@ -189,14 +179,19 @@ def run_command(args: argparse.Namespace, unknown: list[str]) -> int:
     if args.command == "status":
         return status_command.run(args)
     if args.command == "tables":
-        check_java()
         return tables_command.run(args, project_dir(args))
     if args.command == "contract":
         return contract_command.run(args)
     if args.command in ("quarantine", "silver"):
-        check_java()
         return rejudge_command.run(args)
     if args.command == "demo":
+        if args.events < 1 or not 0 <= args.bad_share <= 1:
+            print(
+                f"jsl demo: error: --events is 1 or more and --bad-share from 0 to 1; got "
+                f"{args.events} and {args.bad_share}",
+                file=sys.stderr,
+            )
+            return 2
         check_java()
         return demo_module.run_demo(args.events, bad_share=args.bad_share, verbose=args.verbose)
     check_java()

@@ -4,6 +4,12 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import datetime as dt
+import os
+import re
+import shutil
+import subprocess
+import sys
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -93,3 +99,74 @@ def jetstream_resource(args: argparse.Namespace, url: str) -> JetStreamResource:
     if args.embedded:
         return JetStreamResource(servers=url, **timeouts)
     return JetStreamResource.from_env(servers=url, **timeouts)
+
+
+def written(path: str) -> bool:
+    """Whether a Delta table is at `path`, read from its log without Spark; a table root
+    this cannot read (s3a://, ...) counts as written, for Spark to tell."""
+    from pipelines.lakehouse.delta_log import TableLogError, read_table_version
+
+    try:
+        return read_table_version(path) is not None
+    except TableLogError:
+        return True
+
+
+def check_java() -> str:
+    """Returns `java -version`'s first line; exits with a clear message if Java 17+ is missing."""
+    java = shutil.which("java")
+    if java is None:
+        sys.exit("Java not found: Spark needs Java 17+ (e.g. apt-get install openjdk-17-jre)")
+    output = subprocess.run([java, "-version"], capture_output=True, text=True).stderr
+    match = re.search(r'version "(\d+)', output)
+    if match is None or int(match.group(1)) < 17:
+        sys.exit(f"Spark 4 needs Java 17 or later; found: {output.splitlines()[0]!r}")
+    return output.splitlines()[0]
+
+
+@contextlib.contextmanager
+def spark_session(prog: str, settings: Settings, **fields) -> Iterator:
+    """A subcommand's SparkSession (`SparkResource` with `fields`), with Spark's output in a
+    log file, as the demo's: the terminal gets one line naming the file.
+
+    Spark's JVM, and the Python workers it starts, write to the stdout and stderr they inherit
+    when the session starts; for that moment both point to `<data dir>/logs/<command>-<time>.log`.
+    A failure inside Spark in the block (or while starting it) raises `SparkStageError`: one
+    line, and the file that holds the whole error (`resources.spark_errors`).
+
+    Args:
+        prog: the command (`jsl tables`), in the file's name and the messages.
+        settings: the command's settings (the data directory).
+        fields: `SparkResource` fields (e.g. `table_root`, `ui_enabled`).
+    """
+    from resources.spark import SparkResource
+    from resources.spark_errors import one_line_spark_errors
+
+    check_java()
+    logs = settings.data_dir / "logs"
+    stamp = dt.datetime.now(dt.UTC).strftime("%Y%m%dT%H%M%SZ")
+    log_file = logs / f"{prog.replace(' ', '_')}-{stamp}.log"
+    print(f"{prog}: Spark's log: {log_file}", file=sys.stderr, flush=True)
+    with one_line_spark_errors(prog, logs):
+        with _output_to(log_file):
+            session = SparkResource(data_dir=str(settings.data_dir), **fields).get_session()
+        yield session
+
+
+@contextlib.contextmanager
+def _output_to(log_file: Path) -> Iterator[None]:
+    """File descriptors 1 and 2 (stdout, stderr) appended to `log_file` inside the block: a
+    process started in it writes there for its whole life."""
+    log_file.parent.mkdir(parents=True, exist_ok=True)
+    sys.stdout.flush()
+    sys.stderr.flush()
+    saved = {fd: os.dup(fd) for fd in (1, 2)}
+    try:
+        with log_file.open("ab") as log:
+            for fd in saved:
+                os.dup2(log.fileno(), fd)
+            yield
+    finally:
+        for fd, copy in saved.items():
+            os.dup2(copy, fd)
+            os.close(copy)

@@ -10,8 +10,12 @@ will do about it under the stream's `on_schema_change`. Nothing is written and n
 starts: the tables are read from their Delta logs (`pipelines.silver.drift`), under the root
 `jsl`'s first line names.
 
-Exit status: 0 when the next run can go (no difference, or only differences it applies), 1
-when it would refuse one (a breaking change, or any change under `freeze`), 2 on an error.
+A stream none of whose silver tables is written yet under the root says so ("no silver tables
+yet at <root>"), apart from one whose tables fit ("the tables fit the contract").
+
+Exit status: 0 when the next run can go (no difference, only differences it applies, or no
+table yet: the run creates them), 1 when it would refuse one (a breaking change, or any
+change under `freeze`), 2 on an error.
 """
 
 from __future__ import annotations
@@ -21,7 +25,7 @@ import sys
 import warnings
 from pathlib import Path
 
-from pipelines.cli.commands import project_dir
+from pipelines.cli.commands import project_dir, settings_for
 
 PROG = "jsl contract"
 
@@ -60,6 +64,7 @@ def run(args: argparse.Namespace) -> int:
     except Exception as error:  # a broken declaration: its message names the file and line
         print(f"{PROG}: {error}", file=sys.stderr)
         return 2
+    root = settings_for(args).lakehouse_root
     refused = 0
     for stream in streams:
         report = REPORTS.get(stream)
@@ -67,6 +72,8 @@ def run(args: argparse.Namespace) -> int:
             print(f"stream {stream}: no contract")
             continue
         lines = report.lines()
+        if not lines and not report.policy:  # no table compared: none written yet
+            lines = [f"stream {stream}: no silver tables yet at {root}; the first run creates them"]
         print("\n".join(lines) if lines else f"stream {stream}: the tables fit the contract")
         refused += len(report.refused)
     if refused:

@@ -19,7 +19,15 @@ directory is in, or `--project DIR`), loaded as `dg check defs` loads it; the ta
 the watermark and the rejudge's intent in the ingest's checkpoint bucket on the NATS server
 (`--nats-url`, `$NATS_URL`, or `--embedded`). Spark starts as a run's does (`SparkResource`).
 
-Exit status: 0 done, 1 refused (a breaking change, another rejudge under way), 2 bad input.
+The arguments are checked before any work: a stream, a rule (`--rule`) or an event type
+(`--event-type`) the project does not declare, a reversed range or a seq below 1 is one line
+on stderr naming the ones declared, with exit status 2, before the NATS server or Spark is
+asked. No bronze table at the lakehouse root (a fresh project, or LAKEHOUSE_ROOT pointing
+elsewhere) is said so, with exit status 1, before Spark starts. Spark's output goes to a log
+file under the data directory (`<data dir>/logs/`), whose path is printed.
+
+Exit status: 0 done, 1 refused (no bronze table, a breaking change, another rejudge under
+way, a failure inside Spark), 2 bad input.
 """
 
 from __future__ import annotations
@@ -37,6 +45,8 @@ from pipelines.cli.commands import (
     project_dir,
     server_url,
     settings_for,
+    spark_session,
+    written,
 )
 
 PROG = {"quarantine": "jsl quarantine retry", "silver": "jsl silver rebuild"}
@@ -119,8 +129,8 @@ def run(args: argparse.Namespace) -> int:
     from pipelines.silver.rejudge import rejudge
     from pipelines.silver.rejudge_intent import RejudgeError, Selection
     from pipelines.silver.stage import stage_name
+    from resources.jetstream.errors import JetStreamError
     from resources.lakehouse import LakehouseResource
-    from resources.spark import SparkResource
 
     prog = PROG[args.command]
     settings = settings_for(args)
@@ -135,27 +145,34 @@ def run(args: argparse.Namespace) -> int:
             until=args.until,
         )
         silver = _load(project_dir(args), args.stream)
+        selection.check_names(silver.contract, args.stream)
     except ValueError as error:
         print(f"{prog}: {error}", file=sys.stderr)
         return 2
     lakehouse = LakehouseResource(root=settings.lakehouse_root)
     contract, ingest = silver.contract, silver.ingest
+    bronze = lakehouse.table_path(ingest.table)
+    if not written(bronze):
+        print(
+            f"{prog}: no bronze table {ingest.table!r} at {bronze} (tables: "
+            f"{settings.lakehouse_root}): nothing to judge; run the ingest first, or set "
+            "LAKEHOUSE_ROOT to where the tables are",
+            file=sys.stderr,
+        )
+        return 1
     run_id = f"{args.command}-{uuid.uuid4().hex[:12]}"
-    with (
-        server_url(args, create_store=False) as url,
-        jetstream_resource(args, url).client() as client,
-    ):
-        bucket = client.create_key_value(ingest.checkpoint_bucket_spec())
-        spark = SparkResource(
-            table_root=settings.lakehouse_root, data_dir=str(settings.data_dir)
-        ).get_session()
-        try:
+    try:
+        with (
+            server_url(args, create_store=False) as url,
+            jetstream_resource(args, url).client() as client,
+            spark_session(prog, settings, table_root=settings.lakehouse_root) as spark,
+        ):
             result = rejudge(
                 spark,
-                WatermarkStore(bucket),
+                WatermarkStore(client.create_key_value(ingest.checkpoint_bucket_spec())),
                 contract,
                 stream=ingest.stream,
-                bronze_path=lakehouse.table_path(ingest.table),
+                bronze_path=bronze,
                 table_paths={e.name: lakehouse.table_path(e.table) for e in contract.event_types},
                 quarantine_path=lakehouse.table_path(silver.quarantine),
                 stage=stage_name(ingest.stream),
@@ -166,12 +183,12 @@ def run(args: argparse.Namespace) -> int:
                 policy=silver.policy,
                 quarantine_name=silver.quarantine,
             )
-        except (SchemaChangeError, RejudgeError) as error:
-            print(f"{prog}: {error}", file=sys.stderr)
-            return 1
-        except ValueError as error:
-            print(f"{prog}: {error}", file=sys.stderr)
-            return 2
+    except (SchemaChangeError, RejudgeError, JetStreamError, OSError) as error:
+        print(f"{prog}: {' '.join(str(error).split())}", file=sys.stderr)
+        return 1
+    except ValueError as error:
+        print(f"{prog}: {error}", file=sys.stderr)
+        return 2
     print(summary(result, args.stream))
     return 0
 

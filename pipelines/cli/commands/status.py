@@ -24,7 +24,6 @@ import datetime as dt
 import json
 import sys
 from collections.abc import Iterator, Sequence
-from pathlib import Path
 
 from pipelines.cli import status
 from pipelines.cli.commands import (
@@ -32,7 +31,9 @@ from pipelines.cli.commands import (
     jetstream_resource,
     server_url,
     settings_for,
+    spark_session,
 )
+from pipelines.settings import Settings
 from resources.jetstream.connection.settings import redact_url
 from resources.jetstream.errors import JetStreamError
 
@@ -83,7 +84,7 @@ def run(args: argparse.Namespace) -> int:
     if args.tables:
         settings = settings_for(args)
         root = args.lakehouse_root or settings.lakehouse_root
-        with _spark_session(settings.data_dir) as spark:
+        with _spark_session(settings) as spark:
             tables = status.table_statuses(spark, root)
         snapshot = dataclasses.replace(snapshot, tables=tables)
     print(json.dumps(snapshot.to_json(), indent=2) if args.json else render(snapshot))
@@ -91,21 +92,20 @@ def run(args: argparse.Namespace) -> int:
 
 
 @contextlib.contextmanager
-def _spark_session(data_dir: Path) -> Iterator:
-    """The active SparkSession if there is one (left running), else a new one, stopped after."""
+def _spark_session(settings: Settings) -> Iterator:
+    """The active SparkSession if there is one (left running), else a new one (its output in
+    a log file: `spark_session`), stopped after."""
     from pyspark.sql import SparkSession
 
     active = SparkSession.getActiveSession()
     if active is not None:
         yield active
         return
-    from resources.spark import SparkResource
-
-    session = SparkResource(ui_enabled=False, data_dir=str(data_dir)).get_session()
-    try:
-        yield session
-    finally:
-        session.stop()
+    with spark_session(PROG, settings, ui_enabled=False) as session:
+        try:
+            yield session
+        finally:
+            session.stop()
 
 
 STREAM = ("STREAM", "SUBJECTS", "LAST SEQ", "MESSAGES", "BYTES", "FIRST", "LAST")

@@ -7,8 +7,11 @@ Loads the project's code location as `dg` does (every asset that names a table i
 declared gold tables, and Python assets that set it), then starts Spark and prints, for each
 table under the lakehouse root: its rows, Delta version and path, and its first N rows
 (default 5; 0 prints none). A table no run has written yet says so. Nothing is written.
+Spark's output goes to a log file under the data directory, whose path is printed.
 
-Exit status: 0, or 2 on an error (a broken declaration, a project with no tables).
+Exit status: 0; 1 when no declared table is written yet under the root (checked before
+Spark starts: a fresh project, or a root that is not the pipeline's), or on a failure inside
+Spark; 2 on an error (a bad argument, a broken declaration, a project with no tables).
 """
 
 from __future__ import annotations
@@ -20,6 +23,7 @@ import tomllib
 import warnings
 from pathlib import Path
 
+from pipelines.cli.commands import spark_session, written
 from pipelines.settings import Settings
 
 PROG = "jsl tables"
@@ -98,8 +102,12 @@ def describe(session, table: str, path: str, sample: int) -> list[str]:
 def run(args: argparse.Namespace, project: Path) -> int:
     """Prints each table of `project`; returns the exit status."""
     from resources.lakehouse import LakehouseResource
-    from resources.spark import SparkResource
 
+    if args.sample < 0:
+        print(
+            f"{PROG}: --sample is a number of rows, 0 or more; got {args.sample}", file=sys.stderr
+        )
+        return 2
     try:
         tables = project_tables(project)
     except Exception as error:  # a broken declaration: its message names the file and line
@@ -113,8 +121,17 @@ def run(args: argparse.Namespace, project: Path) -> int:
         )
         return 2
     settings = Settings.from_env(start=project)
-    lakehouse = LakehouseResource(root=args.lakehouse_root or settings.lakehouse_root)
-    session = SparkResource(data_dir=str(settings.data_dir)).get_session()
-    for table in tables:
-        print("\n".join(describe(session, table, lakehouse.table_path(table), args.sample)))
+    root = args.lakehouse_root or settings.lakehouse_root
+    paths = {table: LakehouseResource(root=root).table_path(table) for table in tables}
+    if not any(written(path) for path in paths.values()):
+        print(
+            f"{PROG}: no table written yet under {root} (the project declares "
+            f"{len(tables)}); run the pipeline first (`make demo`, or `dg launch --assets '*'` "
+            "in your project), or point --lakehouse-root or LAKEHOUSE_ROOT at its tables",
+            file=sys.stderr,
+        )
+        return 1
+    with spark_session(PROG, settings) as session:
+        for table, path in paths.items():
+            print("\n".join(describe(session, table, path, args.sample)))
     return 0
