@@ -3,23 +3,28 @@
 `build_contract_silver_asset` turns a contract and the ingest whose bronze table it reads into
 one multi-asset (`pipelines.silver.stage.run_contract_silver` does the work): an asset per
 event type's table (key = its table, `silver/orders_placed`), one for the quarantine
-(`quarantine/<stream lower>`), and one asset check per rule and table it applies to
-(`parseable_json` and `known_event_type` on the quarantine), named after the rule.
+(`quarantine/<stream lower>`), and the tables' asset checks: one per rule with a check of
+its own (`Rule.own_check`: the built-in rules, and the rules someone named or gave a
+severity) and table it applies to, named after the rule (`parseable_json` and
+`known_event_type` on the quarantine), and one `field_rules` check per event type's table
+for its other rules, so that a contract of hundreds of rules has a few checks per table.
 
 A rule Great Expectations can check (required fields, a unique event id, every constraint)
 gets its verdict from the event type's generated suite (`pipelines.silver.expectations`): it
 passes when every expectation tagged with the rule holds on at least `mostly` of the batch's
-rows. The others (`parseable_json`, `known_event_type`, `field_types_valid`,
-`no_unknown_fields`) are about the message, not a column: they pass when at least `mostly` of
-the rows they judged (the event type's, or the whole batch's on the quarantine) do not break
-them. `quarantine` and `warn` rules warn, `block` rules are blocking errors (the assets after
-that table do not run). Every check's metadata has the rows the stage flagged
-(`failing_rows`), the rows judged (`rows_checked`), `mostly` and, for GX, the expectations
-and their unexpected rows. Each batch's validation results, HTML reports and run
-manifest go to the artifacts Object Store (`pipelines.silver.artifacts`); the tables'
-metadata names them and the command to fetch each, the `contract_version` the batch's rows
-record and, when the run changed a table's schema to follow the contract, `schema_changes`
-(docs/contract-changes.md).
+rows. A `field_rules` check passes when each of its rules does; its metadata counts the rows
+that break any of them (`failing_rows`), its rules and the failed ones, and tables the rules
+that flagged rows (`rule_failures`). The others (`parseable_json`, `known_event_type`,
+`field_types_valid`, `no_unknown_fields`) are about the message, not a column: they pass
+when at least `mostly` of the rows they judged (the event type's, or the whole batch's on
+the quarantine) do not break them. `quarantine` and `warn` rules warn, `block` rules are
+blocking errors (the assets after that table do not run). Every check's metadata has the
+rows the stage flagged (`failing_rows`), the rows judged (`rows_checked`), `mostly` and, for
+GX, the expectations and their unexpected rows. Each batch's validation results, HTML
+reports and run manifest go to the artifacts Object Store (`pipelines.silver.artifacts`);
+the tables' metadata names them and the command to fetch each, the `contract_version` the
+batch's rows record and, when the run changed a table's schema to follow the contract,
+`schema_changes` (docs/contract-changes.md).
 
 A run with nothing new reports its tables (nothing written, `nothing_new: true`) and the
 checks with the verdicts recorded with the watermark by the batch the tables last took in,
@@ -64,6 +69,7 @@ from assets.follow import FOLLOW_TAG, batch_events, failed_blocking, follow_seco
 from assets.nothing_new import finding_metadata
 from assets.table_schema import declared_schema, table_schema
 from pipelines.contract import Contract
+from pipelines.contract.rules import FIELD_RULES
 from pipelines.ingest.spec import IngestSpec
 from pipelines.lakehouse.artifacts import ARTIFACTS_BUCKET, StoredArtifact
 from pipelines.lakehouse.delta_log import TableFiles
@@ -97,6 +103,9 @@ from resources.spark_errors import one_line_spark_errors
 
 # Runs of the stage in one step: another run moving the watermark first makes it go again.
 STAGE_ATTEMPTS = 3
+# The rule names a `field_rules` check's description lists, and its metadata's table rows.
+_NAMES_SHOWN = 8
+_RULES_SHOWN = 50
 
 
 @dataclass(frozen=True)
@@ -230,16 +239,32 @@ def _table_specs(
 
 
 def _check_specs(checks: list[RuleCheck], keys: dict[str, AssetKey]) -> list[AssetCheckSpec]:
-    """One `AssetCheckSpec` per rule check, named after its rule; blocking for `block` rules."""
+    """One `AssetCheckSpec` per check, named after its rule (or `field_rules`); blocking for
+    `block` rules."""
     return [
         AssetCheckSpec(
-            name=check.rule.name,
+            name=check.name,
             asset=keys[check.target],
-            description=f"[{check.rule.severity.value}] {check.rule.description}",
+            description=_described(check),
             blocking=check.blocking,
         )
         for check in checks
     ]
+
+
+def _described(check: RuleCheck) -> str:
+    """A check's description: its rule's, or what `field_rules` covers."""
+    if check.name != FIELD_RULES:
+        (rule,) = check.rules
+        return f"[{rule.severity.value}] {rule.description}"
+    names = [rule.name for rule in check.rules]
+    shown = ", ".join(names[:_NAMES_SHOWN]) + (", ..." if len(names) > _NAMES_SHOWN else "")
+    return (
+        f"[quarantine] Each of the {len(names)} field rules of this table no one named "
+        f"({shown}) holds on at least `mostly` of the batch's rows; the rules that failed, "
+        "with their rows, are in the metadata. Name a rule (`rule:`, `x-jsl-rule`) or set "
+        "its severity to give it a check of its own."
+    )
 
 
 def _silver_multi_asset(
@@ -494,21 +519,38 @@ def _check_results(
     """One `AssetCheckResult` per check with a verdict: from the batch's GX outcomes
     for the rules GX checks, else from the stage's failing rows (the check holds when at
     least `mostly` of the rows it judged do not break its rule); as recorded with the
-    watermark when nothing was new."""
+    watermark when nothing was new. A `field_rules` check holds when each of its rules does."""
     failures, expectations, checked = _verdict_inputs(result)
     for check in checks:
-        failing = failures.get(check.target, {}).get(check.rule.name)
+        failing = failures.get(check.target, {}).get(check.name)
         if failing is None:
-            continue  # never processed a batch, or a rule added since: no verdict
-        yield _check_result(
-            check,
-            keys,
-            result,
-            failing=failing,
-            rows=checked.get(check.target),
-            gx=expectations.get(check.target, {}).get(check.rule.name),
-            mostly=mostly,
-        )
+            continue  # never processed a batch, or a check added since: no verdict
+        rows = checked.get(check.target)
+        gx = expectations.get(check.target, {})
+        verdicts = {
+            rule.name: _verdict(
+                failures[check.target].get(rule.name, 0), rows, gx.get(rule.name), mostly
+            )
+            for rule in check.rules
+        }
+        yield _check_result(check, keys, result, failing, rows, verdicts, mostly)
+
+
+@dataclass(frozen=True)
+class _Verdict:
+    """One rule's verdict on a batch: from its GX outcome (`gx`), else its failing rows."""
+
+    passed: bool
+    failing: int
+    gx: dict | None
+
+
+def _verdict(failing: int, rows: int | None, gx: dict | None, mostly: float) -> _Verdict:
+    if gx is not None:
+        return _Verdict(bool(gx["passed"]), failing, gx)
+    if rows is None:  # recorded before the rows checked were: any failing row fails
+        return _Verdict(failing == 0, failing, None)
+    return _Verdict(within_mostly(failing, rows, mostly), failing, None)
 
 
 def _verdict_inputs(result: ContractSilverResult) -> tuple[dict, dict, dict]:
@@ -524,32 +566,31 @@ def _check_result(
     check: RuleCheck,
     keys: dict[str, AssetKey],
     result: ContractSilverResult,
-    *,
     failing: int,
     rows: int | None,
-    gx: dict | None,
+    verdicts: dict[str, _Verdict],
     mostly: float,
 ) -> AssetCheckResult:
-    """`check`'s `AssetCheckResult`: its GX outcome if any, else its failing rows vs `mostly`."""
+    """`check`'s `AssetCheckResult`: it holds when every rule's verdict does."""
+    gx = [v.gx for v in verdicts.values() if v.gx is not None]
     metadata = {
         "failing_rows": MetadataValue.int(failing),
         "mostly": MetadataValue.float(mostly),
-        "severity": MetadataValue.text(check.rule.severity.value),
+        "severity": MetadataValue.text(
+            ", ".join(sorted({rule.severity.value for rule in check.rules}))
+        ),
         "batch": MetadataValue.text(_batch(result)),
-        "verdict_from": MetadataValue.text("failing_rows"),
+        "verdict_from": MetadataValue.text("great_expectations" if gx else "failing_rows"),
     }
-    if gx is not None:
-        metadata["verdict_from"] = MetadataValue.text("great_expectations")
-        metadata["expectations"] = MetadataValue.text(", ".join(gx["expectations"]))
-        metadata["unexpected_rows"] = MetadataValue.int(int(gx["unexpected"]))
-        passed = bool(gx["passed"])
-    elif rows is None:  # recorded before the rows checked were: any failing row fails
-        passed = failing == 0
-    else:
-        passed = within_mostly(failing, rows, mostly)
+    if gx:
+        names = (name for outcome in gx for name in outcome["expectations"])
+        metadata["expectations"] = MetadataValue.text(", ".join(names))
+        metadata["unexpected_rows"] = MetadataValue.int(sum(int(o["unexpected"]) for o in gx))
     if rows is not None:
         metadata["rows_checked"] = MetadataValue.int(rows)
-    description = check.rule.description
+    if check.name == FIELD_RULES:
+        metadata.update(_shared_metadata(verdicts))
+    description = _described(check)
     judged_in = _carried_over_from(result)
     if judged_in is not None:
         metadata["carried_over_from_run"] = MetadataValue.text(judged_in)
@@ -559,12 +600,32 @@ def _check_result(
         )
     return AssetCheckResult(
         asset_key=keys[check.target],
-        check_name=check.rule.name,
-        passed=passed,
+        check_name=check.name,
+        passed=all(v.passed for v in verdicts.values()),
         severity=AssetCheckSeverity.ERROR if check.blocking else AssetCheckSeverity.WARN,
         description=description,
         metadata=metadata,
     )
+
+
+def _shared_metadata(verdicts: dict[str, _Verdict]) -> dict[str, MetadataValue]:
+    """A `field_rules` check's own metadata: its rules, the failed ones, and a table of the
+    rules that flagged rows (most first)."""
+    flagged = sorted(
+        ((name, v) for name, v in verdicts.items() if v.failing or not v.passed),
+        key=lambda item: (-item[1].failing, item[0]),
+    )
+    lines = ["| rule | failing rows | GX unexpected | holds |", "|---|---|---|---|"]
+    for name, v in flagged[:_RULES_SHOWN]:
+        unexpected = "" if v.gx is None else str(int(v.gx["unexpected"]))
+        lines.append(f"| {name} | {v.failing} | {unexpected} | {'yes' if v.passed else 'no'} |")
+    if len(flagged) > _RULES_SHOWN:
+        lines.append(f"\n{len(flagged) - _RULES_SHOWN} more rules flagged rows")
+    return {
+        "rules": MetadataValue.int(len(verdicts)),
+        "rules_failed": MetadataValue.int(sum(not v.passed for v in verdicts.values())),
+        "rule_failures": MetadataValue.md("\n".join(lines) if flagged else "no rule flagged a row"),
+    }
 
 
 def _carried_over_from(result: ContractSilverResult) -> str | None:

@@ -186,14 +186,19 @@ def test_a_known_mix_lands_with_exact_counts_checks_artifacts_and_no_change_on_r
     by_mime = spark.read.format("delta").load(pipeline.path(tables.GOLD_DAILY_BY_MIME_TYPE))
     assert by_mime.selectExpr("sum(files)").first()[0] == 180
 
-    # The asset checks, one per rule: every one passed (the bad rows are a small share, below
-    # the declaration's check_mostly, and were quarantined), with the counts of the mix.
+    # The asset checks, one per named rule, `field_rules` for deleted_at_not_in_future (the
+    # one rule no one named or gave a severity): every one passed (the bad rows are a small
+    # share, below the declaration's check_mostly, and were quarantined), with the mix's counts.
     checks = check_evaluations(result)
     assert checks and all(e.passed for e in checks.values()), {
         name: e.passed for name, e in checks.items()
     }
     assert checks["file_size_in_range"].metadata["unexpected_rows"].value == 3
-    assert checks["deleted_at_not_in_future"].metadata["unexpected_rows"].value == 2
+    assert checks["field_rules"].metadata["unexpected_rows"].value == 2
+    assert (
+        "| deleted_at_not_in_future | 2 | 2 | yes |"
+        in checks["field_rules"].metadata["rule_failures"].value
+    )
     assert checks["parseable_json"].metadata["failing_rows"].value == 3
     assert checks["known_event_type"].metadata["failing_rows"].value == 3
 

@@ -22,6 +22,12 @@ constraint says, with its severity; one on each element of an array (`each`) is 
 A rule name is unique in a contract; the same name on the same column with the same
 constraint in several event types is one rule that applies to all of them (e.g.
 `user_id_format` on two events' `data.userId`).
+
+Every rule is judged and counted on its own. Its asset check is its own when someone chose
+it (`Rule.own_check`: a built-in rule, a constraint named with `rule:`, or one whose severity
+is not the default); the other constraint rules of an event type share the table's
+`field_rules` check (`FIELD_RULES`), so a contract of hundreds of rules has a few checks per
+table, not hundreds.
 """
 
 from __future__ import annotations
@@ -52,6 +58,8 @@ BUILTIN_RULES = (
     NO_UNKNOWN_FIELDS,
     SCHEMA_VALID,
 )
+# The asset check of an event type's rules with no check of their own (`Rule.own_check`).
+FIELD_RULES = "field_rules"
 _RULE_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 
 
@@ -85,6 +93,18 @@ class Rule:
     def builtin(self) -> bool:
         """Whether it is one of the structural rules every contract has (`BUILTIN_RULES`)."""
         return self.constraint is None
+
+    @property
+    def own_check(self) -> bool:
+        """Whether its asset check is its own: a built-in rule, a constraint someone named
+        (`rule:`, `x-jsl-rule`), or one whose severity is not the default `quarantine` (a
+        `warn` rule's check is its only signal, a `block` rule's check is what blocks). The
+        others share their table's `field_rules` check."""
+        return (
+            self.constraint is None
+            or self.constraint.rule is not None
+            or self.severity is not Severity.QUARANTINE
+        )
 
 
 def _builtin(
@@ -189,6 +209,12 @@ def _field_rules(event: EventType) -> list[tuple[Rule, tuple]]:
             if not _RULE_NAME.match(name):
                 raise ContractError(
                     f"rule name {name!r} is not an identifier (letters, digits, _)", path=where
+                )
+            if name == FIELD_RULES:
+                raise ContractError(
+                    f"rule name {name!r} is the check of the rules no one named; "
+                    "give this rule another name",
+                    path=where,
                 )
             rule = Rule(
                 name,

@@ -262,6 +262,7 @@ class Judged(NamedTuple):
     rows: int
     failing: dict[str, int]  # rule name -> failing rows, in `silver_rules` order
     kept: int | None  # rows not quarantined: a candidates frame's table rows (None: not split)
+    shared: int = 0  # rows breaking any rule with no check of its own (`routed_counts` only)
 
 
 def _failing_sums(rules: Sequence[Rule]) -> list[Column]:
@@ -293,25 +294,34 @@ def judged_rows(frame: DataFrame, contract: Contract, *, split: bool = True) -> 
 
 def routed_counts(batch: SilverBatch, contract: Contract) -> tuple[dict[str, Judged], Judged]:
     """What `judged_rows` counts in each event type's candidates (split) and in the
-    quarantine (not split), from one aggregate over `batch.judged`.
+    quarantine (not split), and the rows breaking any rule with no check of its own
+    (`Judged.shared`, for `field_rules`), from one aggregate over `batch.judged`.
 
     Returns:
         Event type name -> its candidates' counts, and the quarantine's counts.
     """
     rules = silver_rules(contract)
     names = [e.name for e in contract.event_types]
+    # A row's failed_rules holds only rules of its own event type: one sum serves every type.
+    shared = [F.lit(r.name) for r in rules if not r.own_check]
+    broke_shared = F.arrays_overlap("failed_rules", F.array(*shared)) if shared else F.lit(False)
     groups = (
         batch.judged.groupBy(
             F.when(F.col(EVENT_TYPE).isin(*names), F.col(EVENT_TYPE)).alias("_type"),
             F.col(QUARANTINED).alias("_quarantined"),
         )
-        .agg(F.count(F.lit(1)).alias("_rows"), *_failing_sums(rules))
+        .agg(
+            F.count(F.lit(1)).alias("_rows"),
+            F.sum(broke_shared.cast("long")).alias("_shared"),
+            *_failing_sums(rules),
+        )
         .collect()
     )
 
     def counted(chosen: list, kept: int | None) -> Judged:
         failing = {r.name: sum(int(g[f"_{n}"] or 0) for g in chosen) for n, r in enumerate(rules)}
-        return Judged(sum(g["_rows"] for g in chosen), failing, kept)
+        shared = sum(int(g["_shared"] or 0) for g in chosen)
+        return Judged(sum(g["_rows"] for g in chosen), failing, kept, shared)
 
     typed = {}
     for name in names:

@@ -38,7 +38,7 @@ from pyspark.sql import functions as F
 
 from pipelines.contract import Contract, Rule
 from pipelines.contract.fingerprint import contract_version, event_type_version
-from pipelines.contract.rules import KNOWN_EVENT_TYPE, PARSEABLE_JSON
+from pipelines.contract.rules import FIELD_RULES, KNOWN_EVENT_TYPE, PARSEABLE_JSON
 from pipelines.ingest.bronze import BRONZE_SCHEMA
 from pipelines.lakehouse.delta_log import TableFiles
 from pipelines.lakehouse.delta_tables import MergeOutcome, merge_new_rows, table_version
@@ -76,25 +76,33 @@ def stage_name(stream: str) -> str:
 
 @dataclass(frozen=True)
 class RuleCheck:
-    """One asset check: a rule on an event type's table (or on quarantine: `QUARANTINE`)."""
+    """One asset check of a table (an event type's, or the quarantine's: `QUARANTINE`): a
+    rule with a check of its own (`Rule.own_check`), or `field_rules`, the table's other
+    rules."""
 
     target: str  # the event type's name, or QUARANTINE
-    rule: Rule
+    name: str  # the rule's name, or FIELD_RULES
+    rules: tuple[Rule, ...]
 
     @property
     def blocking(self) -> bool:
-        return self.rule.severity.blocks
+        return any(rule.severity.blocks for rule in self.rules)
 
 
 def rule_checks(contract: Contract) -> list[RuleCheck]:
-    """The stage's checks: each rule on every event type it applies to; `parseable_json` and
-    `known_event_type` (broken by rows of no declared type) on the quarantine table."""
-    found = []
+    """The stage's checks: each rule with a check of its own on every event type it applies
+    to (`parseable_json` and `known_event_type`, broken by rows of no declared type, on the
+    quarantine table), then per event type one `field_rules` check of its other rules."""
+    found, shared = [], {}
     for rule in silver_rules(contract):
         if rule.name in _UNTYPED_RULES:
-            found.append(RuleCheck(QUARANTINE, rule))
+            found.append(RuleCheck(QUARANTINE, rule.name, (rule,)))
+        elif rule.own_check:
+            found.extend(RuleCheck(name, rule.name, (rule,)) for name in rule.applies_to)
         else:
-            found.extend(RuleCheck(name, rule) for name in rule.applies_to)
+            for name in rule.applies_to:
+                shared.setdefault(name, []).append(rule)
+    found += [RuleCheck(name, FIELD_RULES, tuple(rules)) for name, rules in shared.items()]
     return found
 
 
@@ -106,7 +114,8 @@ class ContractSilverResult:
         tables: event type name -> what was merged into its table.
         quarantined_by_rule: rule -> rows of this batch quarantined having broken it.
         failures: check target (event type, or QUARANTINE) -> rule -> failing rows of this
-            batch (every check of `rule_checks`); as recorded when nothing was new.
+            batch (every rule of every check of `rule_checks`; under `field_rules`, the rows
+            that break any rule of that check); as recorded when nothing was new.
         checked: check target -> the batch's rows its checks judged (an event type's rows,
             or every row for QUARANTINE's); as recorded when nothing was new.
         reports: event type -> its Great Expectations report (validated batches only).
@@ -465,7 +474,8 @@ class _Counts:
 
 
 def _count(contract: Contract, batch: SilverBatch, rows: int) -> _Counts:
-    """Failing rows per check of `rule_checks`, by target and rule; the rows each target's
+    """Failing rows per rule of each check of `rule_checks`, by target, and for a
+    `field_rules` check the rows that break any of its rules; the rows each target's
     checks judge (an event type's candidates, or all `rows` of the batch for the
     quarantine's); the rows each table receives; the quarantined rows per broken rule."""
     judged, untyped = routed_counts(batch, contract)
@@ -476,6 +486,9 @@ def _count(contract: Contract, batch: SilverBatch, rows: int) -> _Counts:
     found: dict[str, dict[str, int]] = {}
     for check in rule_checks(contract):
         counts = untyped if check.target == QUARANTINE else judged[check.target]
-        found.setdefault(check.target, {})[check.rule.name] = counts.failing[check.rule.name]
+        failing = found.setdefault(check.target, {})
+        failing.update((rule.name, counts.failing[rule.name]) for rule in check.rules)
+        if check.name == FIELD_RULES:
+            failing[FIELD_RULES] = counts.shared
     by_rule = {rule: n for rule, n in untyped.failing.items() if n}
     return _Counts(found, checked, merging, by_rule)

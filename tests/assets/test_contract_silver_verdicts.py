@@ -32,11 +32,20 @@ KEYS = {
     QUARANTINE: QUARANTINE_KEY,
 }
 NOTHING = MergeOutcome(0, None)
+
+
+def nothing_failed(target: str) -> dict[str, int]:
+    """Every rule of `target`'s checks, and its `field_rules` check, with no failing row."""
+    checks = [check for check in CHECKS if check.target == target]
+    return {rule.name: 0 for check in checks for rule in check.rules} | {
+        check.name: 0 for check in checks
+    }
+
+
 # A batch of 100 rows, 60 OrderPlaced: 3 malformed payloads, 2 mistyped OrderPlaced rows.
 FAILURES = {
-    "OrderPlaced": {check.rule.name: 0 for check in CHECKS if check.target == "OrderPlaced"}
-    | {"field_types_valid": 2},
-    "OrderShipped": {check.rule.name: 0 for check in CHECKS if check.target == "OrderShipped"},
+    "OrderPlaced": nothing_failed("OrderPlaced") | {"field_types_valid": 2},
+    "OrderShipped": nothing_failed("OrderShipped"),
     QUARANTINE: {"parseable_json": 3, "known_event_type": 0},
 }
 CHECKED = {"OrderPlaced": 60, "OrderShipped": 37, QUARANTINE: 100}
@@ -75,6 +84,60 @@ def test_message_level_rules_pass_below_mostly_and_fail_above_it():
 
     tight = verdicts(processed(checked={**CHECKED, "OrderPlaced": 20}), mostly=0.95)
     assert tight[("orders_placed", "field_types_valid")] == (False, 2, 20)  # 10% of its rows
+
+
+def test_rules_no_one_named_share_their_tables_field_rules_check():
+    checks = {(check.target, check.name): check for check in CHECKS}
+    assert set(checks) == {
+        (QUARANTINE, "parseable_json"), (QUARANTINE, "known_event_type"),
+        *(
+            (event, rule)
+            for event in ("OrderPlaced", "OrderShipped")
+            for rule in ("required_fields_present", "field_types_valid", "event_id_unique")
+        ),
+        ("OrderPlaced", "order_id_format"), ("OrderShipped", "order_id_format"),  # named
+        ("OrderShipped", "shipped_at_not_in_future"),  # severity: warn
+        ("OrderShipped", "no_unknown_fields"),
+        ("OrderPlaced", "field_rules"),
+    }  # fmt: skip
+    shared = checks[("OrderPlaced", "field_rules")]
+    assert [r.name for r in shared.rules] == ["amount_in_range", "currency_in_allowed_values"]
+    assert not shared.blocking
+
+
+def test_field_rules_holds_when_each_of_its_rules_does_and_tables_the_ones_that_flagged_rows():
+    failures = {**FAILURES, "OrderPlaced": FAILURES["OrderPlaced"] | {
+        "amount_in_range": 3, "currency_in_allowed_values": 1, "field_rules": 4,
+    }}  # fmt: skip
+
+    def field_rules(mostly: float, **extra):
+        result = ContractSilverResult(
+            1, 100, 3, 100, {}, NOTHING, failures=failures, checked=CHECKED, **extra
+        )
+        (found,) = (
+            r for r in _check_results(CHECKS, KEYS, result, mostly) if r.check_name == "field_rules"
+        )
+        return found
+
+    loose = field_rules(0.95)  # 3 and 1 of 60 rows: each rule within 95%
+    assert loose.passed
+    assert (loose.metadata["failing_rows"].value, loose.metadata["rules"].value) == (4, 2)
+    strict = field_rules(1.0)
+    assert not strict.passed and strict.metadata["rules_failed"].value == 2
+    table = strict.metadata["rule_failures"].value.splitlines()
+    assert table[2:] == [
+        "| amount_in_range | 3 |  | no |",
+        "| currency_in_allowed_values | 1 |  | no |",
+    ]
+
+    # With the suite's outcomes, Great Expectations' verdict per rule decides.
+    gx = {"OrderPlaced": {
+        "amount_in_range": {"passed": False, "unexpected": 3, "expectations": ["a"]},
+        "currency_in_allowed_values": {"passed": True, "unexpected": 1, "expectations": ["c"]},
+    }}  # fmt: skip
+    judged = field_rules(0.95, expectations=gx)
+    assert not judged.passed and judged.metadata["verdict_from"].value == "great_expectations"
+    assert judged.metadata["unexpected_rows"].value == 4
 
 
 def test_a_run_with_nothing_new_judges_by_what_the_watermark_recorded():

@@ -289,6 +289,11 @@ def test_a_bad_field_fails_naming_its_path_and_what_to_do(spec, path, message):
             "rule name 'x_in_range' is used twice (first: events.E.fields['data.x'].range)",
         ),
         (
+            lambda d: d["events"]["E"]["fields"].update(y={"pattern": ".", "rule": "field_rules"}),
+            "events.E.fields.y.pattern",
+            "rule name 'field_rules' is the check of the rules no one named",
+        ),
+        (
             lambda d: d["envelope"].update(event_time="at"),
             "envelope.event_time",
             "event type 'E' has no field 'at'",
