@@ -28,6 +28,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from pipelines.contract import Contract
+from pipelines.silver.rule_columns import silver_rules
 from resources.jetstream import KeyValueBucket
 from resources.jetstream.errors import JetStreamError, RevisionConflictError
 
@@ -123,8 +124,6 @@ class Selection:
             value = getattr(self, name)
             if value is not None and (isinstance(value, bool) or not isinstance(value, int)):
                 raise ValueError(f"{name} must be an int or None, got {value!r}")
-            if value is not None and value < 1:
-                raise ValueError(f"{name} {value!r} is not a stream sequence: they start at 1")
         if None not in (self.first_seq, self.last_seq) and self.first_seq > self.last_seq:
             raise ValueError(f"first_seq {self.first_seq!r} is after last_seq {self.last_seq!r}")
         for name in ("since", "until"):
@@ -137,18 +136,25 @@ class Selection:
             )
 
     def check_names(self, contract: Contract, stream: str) -> None:
-        """Checks that the rules and event types selected are those of `contract`.
+        """Checks that the rules and event types selected are those of `contract`, and the
+        seqs stream sequences (here, at the start of a retry or rebuild, not where a stored
+        intent is read back: one recorded before this check must still decode).
 
         Args:
             contract: the stream's contract as it is now.
             stream: the stream's name, for the message.
 
         Raises:
-            ValueError: a rule or an event type `contract` does not declare, listing those it
-                does.
+            ValueError: a rule or an event type `contract` does not declare (silver's rules:
+                `known_event_type` too when subjects tell event types apart), listing those
+                it does; a seq below 1.
         """
+        for name in ("first_seq", "last_seq"):
+            value = getattr(self, name)
+            if value is not None and value < 1:
+                raise ValueError(f"{name} {value!r} is not a stream sequence: they start at 1")
         for kind, selected, names in (
-            ("rule", self.rules, [r.name for r in contract.rules]),
+            ("rule", self.rules, [r.name for r in silver_rules(contract)]),
             ("event type", self.event_types, [e.name for e in contract.event_types]),
         ):
             unknown = [name for name in selected if name not in names]

@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 from pyspark.sql import functions as F
 
-from pipelines.contract import contract_from_dict
+from pipelines.contract import contract_from_dict, read_asyncapi
 from pipelines.ingest.bronze import BRONZE_SCHEMA
 from pipelines.lakehouse.watermarks import WatermarkStore
 from pipelines.silver.rejudge import RejudgeResult, rejudge
@@ -63,6 +63,7 @@ def contract(*, currencies=("EUR", "USD"), note=None, cancelled=False):
 
 
 STRICT = contract()
+ASYNCAPI = Path(__file__).parents[1] / "contract/fixtures/orders.asyncapi.yaml"
 LOOSE = contract(currencies=("EUR", "USD", "GBP"))
 WITH_CANCELLED = contract(cancelled=True)
 NOTE_REQUIRED = contract(note={"required": True})
@@ -203,12 +204,18 @@ def test_selection_round_trips_through_json_and_checks_its_bounds():
         Selection(True, first_seq=9, last_seq=3)
     with pytest.raises(ValueError, match="timezone-aware"):
         Selection(True, since=dt.datetime(2026, 1, 1))
-    with pytest.raises(ValueError, match="first_seq -5 is not a stream sequence"):
-        Selection(True, first_seq=-5)
 
 
 def test_a_selection_names_only_the_contracts_rules_and_event_types():
     Selection(True, rules=(CURRENCY,), event_types=("OrderPlaced",)).check_names(STRICT, "ORDERS")
+    # Silver's rules: known_event_type too when subjects tell the event types apart.
+    by_subject = read_asyncapi(ASYNCAPI, stream="ORDERS")
+    assert by_subject.envelope.event_type is None
+    Selection(True, rules=("known_event_type",)).check_names(by_subject, "ORDERS")
+    # A seq is checked here, where a retry starts, not where a stored intent is read back.
+    stored = Selection(True, first_seq=-5)
+    with pytest.raises(ValueError, match="first_seq -5 is not a stream sequence"):
+        stored.check_names(STRICT, "ORDERS")
 
     with pytest.raises(
         ValueError, match=r"stream .ORDERS. has no rule .no_such_rule.; its rules: .*curr"
