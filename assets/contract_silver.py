@@ -262,8 +262,8 @@ def _described(check: RuleCheck) -> str:
     return (
         f"[quarantine] Each of the {len(names)} field rules of this table no one named "
         f"({shown}) holds on at least `mostly` of the batch's rows; the rules that failed, "
-        "with their rows, are in the metadata. Name a rule (`rule:`, `x-jsl-rule`) or set "
-        "its severity to give it a check of its own."
+        "with their rows, are in the metadata. A rule gets a check of its own with "
+        "`rule: <its name>` (`x-jsl-rule`) or a severity other than quarantine."
     )
 
 
@@ -522,18 +522,21 @@ def _check_results(
     watermark when nothing was new. A `field_rules` check holds when each of its rules does."""
     failures, expectations, checked = _verdict_inputs(result)
     for check in checks:
-        failing = failures.get(check.target, {}).get(check.name)
-        if failing is None:
-            continue  # never processed a batch, or a check added since: no verdict
+        counted = failures.get(check.target, {})
+        judged = [rule for rule in check.rules if rule.name in counted]
+        if not judged:
+            continue  # never processed a batch, or a rule added since: no verdict
         rows = checked.get(check.target)
         gx = expectations.get(check.target, {})
         verdicts = {
-            rule.name: _verdict(
-                failures[check.target].get(rule.name, 0), rows, gx.get(rule.name), mostly
-            )
-            for rule in check.rules
+            rule.name: _verdict(counted[rule.name], rows, gx.get(rule.name), mostly)
+            for rule in judged
         }
-        yield _check_result(check, keys, result, failing, rows, verdicts, mostly)
+        # None: a `field_rules` recorded before it was counted (its rules' verdicts hold).
+        failing = counted.get(check.name)
+        yield _check_result(
+            check, keys, result, failing=failing, rows=rows, verdicts=verdicts, mostly=mostly
+        )
 
 
 @dataclass(frozen=True)
@@ -566,30 +569,37 @@ def _check_result(
     check: RuleCheck,
     keys: dict[str, AssetKey],
     result: ContractSilverResult,
-    failing: int,
+    *,
+    failing: int | None,
     rows: int | None,
     verdicts: dict[str, _Verdict],
     mostly: float,
 ) -> AssetCheckResult:
-    """`check`'s `AssetCheckResult`: it holds when every rule's verdict does."""
+    """`check`'s `AssetCheckResult`: it holds when the verdict of every rule it judged does.
+
+    `failing_rows` is the rows breaking any of its rules; `unexpected_rows` the sum of its
+    rules' GX counts (a row breaking two counts twice)."""
     gx = [v.gx for v in verdicts.values() if v.gx is not None]
+    sources = ["great_expectations"] * bool(gx) + ["failing_rows"] * (len(gx) < len(verdicts))
     metadata = {
-        "failing_rows": MetadataValue.int(failing),
         "mostly": MetadataValue.float(mostly),
         "severity": MetadataValue.text(
             ", ".join(sorted({rule.severity.value for rule in check.rules}))
         ),
         "batch": MetadataValue.text(_batch(result)),
-        "verdict_from": MetadataValue.text("great_expectations" if gx else "failing_rows"),
+        "verdict_from": MetadataValue.text(" and ".join(sources)),
     }
+    if failing is not None:
+        metadata["failing_rows"] = MetadataValue.int(failing)
     if gx:
-        names = (name for outcome in gx for name in outcome["expectations"])
-        metadata["expectations"] = MetadataValue.text(", ".join(names))
+        names = [name for outcome in gx for name in outcome["expectations"]]
+        more = [f"{len(names) - _RULES_SHOWN} more"] if len(names) > _RULES_SHOWN else []
+        metadata["expectations"] = MetadataValue.text(", ".join(names[:_RULES_SHOWN] + more))
         metadata["unexpected_rows"] = MetadataValue.int(sum(int(o["unexpected"]) for o in gx))
     if rows is not None:
         metadata["rows_checked"] = MetadataValue.int(rows)
     if check.name == FIELD_RULES:
-        metadata.update(_shared_metadata(verdicts))
+        metadata.update(_shared_metadata(verdicts, len(check.rules)))
     description = _described(check)
     judged_in = _carried_over_from(result)
     if judged_in is not None:
@@ -608,9 +618,10 @@ def _check_result(
     )
 
 
-def _shared_metadata(verdicts: dict[str, _Verdict]) -> dict[str, MetadataValue]:
-    """A `field_rules` check's own metadata: its rules, the failed ones, and a table of the
-    rules that flagged rows (most first)."""
+def _shared_metadata(verdicts: dict[str, _Verdict], rules: int) -> dict[str, MetadataValue]:
+    """A `field_rules` check's own metadata: its `rules`, those the batch judged (a rule
+    added since a carried-over batch was not), the failed ones, and a table of the rules
+    that flagged rows (most first)."""
     flagged = sorted(
         ((name, v) for name, v in verdicts.items() if v.failing or not v.passed),
         key=lambda item: (-item[1].failing, item[0]),
@@ -622,7 +633,8 @@ def _shared_metadata(verdicts: dict[str, _Verdict]) -> dict[str, MetadataValue]:
     if len(flagged) > _RULES_SHOWN:
         lines.append(f"\n{len(flagged) - _RULES_SHOWN} more rules flagged rows")
     return {
-        "rules": MetadataValue.int(len(verdicts)),
+        "rules": MetadataValue.int(rules),
+        "rules_judged": MetadataValue.int(len(verdicts)),
         "rules_failed": MetadataValue.int(sum(not v.passed for v in verdicts.values())),
         "rule_failures": MetadataValue.md("\n".join(lines) if flagged else "no rule flagged a row"),
     }

@@ -47,7 +47,7 @@ def declared_streams() -> Definitions:
     """Every stream declared as a component in `pipelines/defs/*/defs.yaml`, the file trash's
     FILE_EVENTS among them (its stream asset, three ingests with their bronze assets, jobs,
     sensors and lag checks, the observation sensor, replays, and its contract's silver with
-    a check per rule)."""
+    its checks)."""
     return load_from_defs_folder(path_within_project=Path(__file__).parent)
 
 

@@ -17,8 +17,9 @@ It builds what `pipelines.wiring.streams.build_stream_defs` builds (the stream's
 bronze asset, job, sensor and lag check per ingest, the observation sensor, replays) and, from
 the contract (read at load time, so `dg check defs` reports a broken one with its file, line
 and path), the silver multi-asset over the first ingest's bronze table (or `silver_from`'s): a
-table per event type, the quarantine, a check per rule with the Great Expectations suite
-generated from the contract (`assets.contract_silver`), and one gold asset per declared
+table per event type, the quarantine, its checks (one per built-in or named rule, one
+`field_rules` per table for the rest) with the Great Expectations suite generated from the
+contract (`assets.contract_silver`), and one gold asset per declared
 aggregate (`aggregates:`, `pipelines.lakehouse.aggregates`). The stream sensor's runs of that
 ingest materialise silver right after bronze, in the same run (unless `silver_in_ingest_run:
 false`), and with `follow_seconds` keep going batch after batch while the stream does

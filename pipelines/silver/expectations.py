@@ -4,8 +4,8 @@ Each suite runs on the event type's *candidates* (every row of that type in the 
 before the quarantine split), projected by `expectation_frame` into flat columns: a field
 inside a struct is `<struct>__<member>`, and a `not_in_future` field gets its latest allowed
 value beside it (`<column>__latest`, the row's publish time plus the skew). One expectation
-per rule and column, tagged with the rule, so an asset check per rule reads its verdict from
-the expectations that carry its name (`rule_outcomes`):
+per rule and column, tagged with the rule, so a rule's asset check (or `field_rules`, for each
+of its rules) reads its verdict from the expectations that carry the rule's name (`rule_outcomes`):
 
     required_fields_present   ExpectColumnValuesToNotBeNull, one per required column (a
                               mistyped value is null in its typed column, so it counts too)

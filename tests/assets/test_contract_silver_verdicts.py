@@ -178,3 +178,24 @@ def test_silver_follows_bronze_and_aggregates_follow_silver_unless_automate_is_f
     assert all(c == AFTER_UPSTREAM_COMMITS for c in automated.values())
 
     assert set(conditions(automate=False).values()) == {None}
+
+
+def test_field_rules_carried_over_from_a_batch_before_it_judges_the_rules_that_batch_counted():
+    # Recorded before field_rules was counted, and before currency_in_allowed_values existed.
+    placed = {k: v for k, v in FAILURES["OrderPlaced"].items() if k != "field_rules"}
+    placed = {k: v for k, v in placed.items() if k != "currency_in_allowed_values"}
+    recorded = Watermark(
+        "silver.orders", 100, "run-1", None,
+        {"failures": {**FAILURES, "OrderPlaced": placed | {"amount_in_range": 1}},
+         "checked": CHECKED},
+    )  # fmt: skip
+    idle = ContractSilverResult(None, None, 3, 0, {}, NOTHING, watermark=recorded)
+
+    (found,) = (
+        r for r in _check_results(CHECKS, KEYS, idle, 0.95) if r.check_name == "field_rules"
+    )
+
+    assert found.passed  # amount_in_range: 1 of 60 rows
+    assert "failing_rows" not in found.metadata  # not recorded then: not made up now
+    assert (found.metadata["rules"].value, found.metadata["rules_judged"].value) == (2, 1)
+    assert found.metadata["carried_over_from_run"].value == "run-1"

@@ -16,6 +16,8 @@ from pipelines.contract.fingerprint import event_type_version
 from pipelines.ingest.bronze import BRONZE_SCHEMA
 from pipelines.settings import PROJECT_DIR
 from pipelines.silver import colliding_keys, event_keys, parse_events, route, rule_failures
+from pipelines.silver.layout import EVENT_TYPE
+from pipelines.silver.route import SilverBatch, routed_counts
 
 CONTRACT = read_contract(PROJECT_DIR / "tests/pipelines/contract/fixtures/orders.yaml")
 STREAM = "ORDERS"
@@ -310,3 +312,21 @@ def test_two_batches_with_colliding_keys_give_the_rows_of_one(spark, batch):
         assert split == {tuple(r) for r in batch.tables[name].collect()}
     split = quarantine_of(first.quarantine) | quarantine_of(second.quarantine)
     assert split == expected_quarantine()
+
+
+def test_field_rules_counts_the_rows_breaking_any_of_its_rules_once(spark, batch):
+    found, _ = routed_counts(batch, CONTRACT)
+    # amount_in_range's 10 rows and currency_in_allowed_values' 10 are different rows.
+    assert (found["OrderPlaced"].shared, found["OrderShipped"].shared) == (20, 0)
+
+    both = ["amount_in_range", "currency_in_allowed_values"]
+    judged = spark.createDataFrame(
+        [("OrderPlaced", True, both), ("OrderPlaced", True, both[:1]), ("OrderPlaced", False, []),
+         ("OrderShipped", False, ["shipped_at_not_in_future"]), (None, True, ["parseable_json"])],
+        f"{EVENT_TYPE} string, quarantined boolean, failed_rules array<string>",
+    )  # fmt: skip
+    typed, _ = routed_counts(SilverBatch({}, None, {}, judged), CONTRACT)
+
+    counts = typed["OrderPlaced"]
+    assert (counts.failing["amount_in_range"], counts.failing[both[1]], counts.shared) == (2, 1, 2)
+    assert typed["OrderShipped"].shared == 0  # a warn rule has a check of its own
