@@ -69,7 +69,7 @@ from assets.follow import FOLLOW_TAG, batch_events, failed_blocking, follow_seco
 from assets.nothing_new import finding_metadata
 from assets.table_schema import declared_schema, table_schema
 from pipelines.contract import Contract
-from pipelines.contract.rules import FIELD_RULES
+from pipelines.contract.rules import FIELD_RULES, SCHEMA_VALID
 from pipelines.ingest.spec import IngestSpec
 from pipelines.lakehouse.artifacts import ARTIFACTS_BUCKET, StoredArtifact
 from pipelines.lakehouse.delta_log import TableFiles
@@ -520,7 +520,7 @@ def _check_results(
     for the rules GX checks, else from the stage's failing rows (the check holds when at
     least `mostly` of the rows it judged do not break its rule); as recorded with the
     watermark when nothing was new. A `field_rules` check holds when each of its rules does."""
-    failures, expectations, checked = _verdict_inputs(result)
+    failures, expectations, checked, keywords = _verdict_inputs(result)
     for check in checks:
         counted = failures.get(check.target, {})
         judged = [rule for rule in check.rules if rule.name in counted]
@@ -534,9 +534,25 @@ def _check_results(
         }
         # None: a `field_rules` recorded before it was counted (its rules' verdicts hold).
         failing = counted.get(check.name)
+        extra = {}
+        if check.name == SCHEMA_VALID:
+            extra = _keyword_metadata(keywords.get(check.target, {}))
         yield _check_result(
-            check, keys, result, failing=failing, rows=rows, verdicts=verdicts, mostly=mostly
-        )
+            check, keys, result, failing=failing, rows=rows, verdicts=verdicts, mostly=mostly,
+            extra=extra,
+        )  # fmt: skip
+
+
+def _keyword_metadata(failed: dict[str, dict]) -> dict[str, MetadataValue]:
+    """`schema_valid`'s table of the schema keywords the batch's rows failed (most first,
+    as `pipelines.silver.schema_verdicts.schema_failures` kept them), with an example."""
+    if not failed:
+        return {"schema_failures": MetadataValue.md("no keyword of the schema failed")}
+    lines = ["| keyword in the schema | failing rows | example |", "|---|---|---|"]
+    for at, found in failed.items():
+        example = str(found["example"]).replace("|", "\\|")
+        lines.append(f"| `{at}` | {found['rows']} | {example} |")
+    return {"schema_failures": MetadataValue.md("\n".join(lines))}
 
 
 @dataclass(frozen=True)
@@ -556,13 +572,16 @@ def _verdict(failing: int, rows: int | None, gx: dict | None, mostly: float) -> 
     return _Verdict(within_mostly(failing, rows, mostly), failing, None)
 
 
-def _verdict_inputs(result: ContractSilverResult) -> tuple[dict, dict, dict]:
-    """Failing rows, GX outcomes and rows judged, by check target: the batch's, or recorded."""
+def _verdict_inputs(result: ContractSilverResult) -> tuple[dict, dict, dict, dict]:
+    """Failing rows, GX outcomes, rows judged and failed schema keywords, by check target:
+    the batch's, or recorded."""
     if result.processed:
-        return result.failures, result.expectations, result.checked
+        return result.failures, result.expectations, result.checked, result.schema_failures
+    details = result.watermark.details if result.watermark else {}
     failures = recorded_failures(result.watermark) or {}
-    expectations = recorded_outcomes(result.watermark.details if result.watermark else {})
-    return failures, expectations, recorded_checked(result.watermark)
+    keywords = details.get("schema_failures")
+    keywords = keywords if isinstance(keywords, dict) else {}
+    return failures, recorded_outcomes(details), recorded_checked(result.watermark), keywords
 
 
 def _check_result(
@@ -574,11 +593,12 @@ def _check_result(
     rows: int | None,
     verdicts: dict[str, _Verdict],
     mostly: float,
+    extra: dict[str, MetadataValue],
 ) -> AssetCheckResult:
     """`check`'s `AssetCheckResult`: it holds when the verdict of every rule it judged does.
 
     `failing_rows` is the rows breaking any of its rules; `unexpected_rows` the sum of its
-    rules' GX counts (a row breaking two counts twice)."""
+    rules' GX counts (a row breaking two counts twice); `extra` is more metadata."""
     gx = [v.gx for v in verdicts.values() if v.gx is not None]
     sources = ["great_expectations"] * bool(gx) + ["failing_rows"] * (len(gx) < len(verdicts))
     metadata = {
@@ -600,6 +620,7 @@ def _check_result(
         metadata["rows_checked"] = MetadataValue.int(rows)
     if check.name == FIELD_RULES:
         metadata.update(_shared_metadata(verdicts, len(check.rules)))
+    metadata.update(extra)
     description = _described(check)
     judged_in = _carried_over_from(result)
     if judged_in is not None:

@@ -138,9 +138,14 @@ class SchemaCheck:
             root["$schema"] = document["$schema"]
         return jsonschema_rs.validator_for(root, registry=registry, validate_formats=True)
 
-    def errors(self, instance: Any) -> list[str]:
-        """The validator's errors, `<instance path>: <message>` each (`/head_commit/id: ...`)."""
+    def errors(self, instance: Any) -> list[tuple[str, str]]:
+        """The validator's errors, each (the schema's keyword that failed, as a JSON pointer
+        into the document: `/definitions/user/properties/id/type`; `<instance path>:
+        <message>`: `/sender/id: "x" is not of type "integer"`)."""
         return [
-            f"{pointer(tuple(error.instance_path)) or '/'}: {error.message}"
+            (
+                pointer(tuple(error.schema_path)) or "/",
+                f"{pointer(tuple(error.instance_path)) or '/'}: {error.message}",
+            )
             for error in self.validator.iter_errors(instance)
         ]

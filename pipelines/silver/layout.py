@@ -10,8 +10,9 @@ The checked frame (`pipelines.silver.parse.parse_events`) keeps the bronze colum
 - `_missing_fields` (array<string>): required JSON paths absent or null.
 - `_mistyped_fields` (array<string>): present paths of the wrong type, with what was
   expected (`data.amount (expected a number that fits decimal(12,2))`).
-- `_schema_errors` (array<string>): the JSON Schema validator's errors, for event types with
-  a `schema_check` (`pipelines.silver.schema_verdicts`); empty for the others.
+- `_schema_errors` (array<struct<at, message>>): the JSON Schema validator's errors, for
+  event types with a `schema_check` (`pipelines.silver.schema_verdicts`): the failing
+  keyword's place in the schema and the message; empty for the others.
 - `_e<i>` (struct): event type i's columns, typed (null where missing or mistyped).
 - `_u<i>` (map<string,string>): event type i's undeclared fields (JSON path -> JSON text),
   when it keeps or rejects them.

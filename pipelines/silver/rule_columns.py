@@ -300,7 +300,7 @@ def _builtin(contract: Contract, rule: Rule) -> tuple[Column, Column]:
         return F.size(mistyped) > 0, F.concat(F.lit("wrong type: "), F.array_join(mistyped, ", "))
     if rule.name == builtin.SCHEMA_VALID:
         errors = F.col(SCHEMA_ERRORS)
-        return F.size(errors) > 0, F.array_join(errors, "; ")
+        return F.size(errors) > 0, F.array_join(errors["message"], "; ")
     if rule.name == builtin.EVENT_ID_UNIQUE:
         first = F.col(DUPLICATE_OF)
         return first.isNotNull(), F.concat(

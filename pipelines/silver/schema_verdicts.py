@@ -1,10 +1,13 @@
 """Rule `schema_valid`: each message of an event type with a `SchemaCheck` judged by
 jsonschema-rs, in Arrow batches on the executors (`pipelines.contract.schema_check`).
 
-`schema_errors(contract, event_type, text)` is an array<string> Column: the validator's errors
-for rows of such an event type (`/head_commit/timestamp: "x" is not a "date-time"`), empty
-for the others and for text that is not JSON (rule `parseable_json` judges that). Each Python
-worker compiles a schema once and keeps it for the next batches.
+`schema_errors(contract, event_type, text)` is an array<struct<at, message>> Column: the
+validator's errors for rows of such an event type, each the failing keyword's place in the
+schema (`at`: `/definitions/commit/properties/timestamp/format`) and the message
+(`/head_commit/timestamp: "x" is not a "date-time"`), empty for the others and for text that
+is not JSON (rule `parseable_json` judges that). `schema_failures` counts a batch's rows per
+failing keyword, for `schema_valid`'s asset check. Each Python worker compiles a schema once
+and keeps it for the next batches.
 """
 
 from __future__ import annotations
@@ -13,13 +16,17 @@ import json
 from typing import Any
 
 import pyarrow as pa
-from pyspark.sql import Column
+from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 
 from pipelines.contract import Contract
 from pipelines.contract.schema_check import SchemaCheck
+from pipelines.silver.layout import EVENT_TYPE, SCHEMA_ERRORS
 
-MAX_ERRORS = 10  # per row; more are counted in one last entry
+MAX_ERRORS = 10  # per row; more are counted in one last entry (its `at` null)
+SCHEMA_ERROR = "array<struct<at:string,message:string>>"
+MOST_FAILED = 50  # the keywords `schema_failures` keeps per event type, most rows first
+EXAMPLE = 160  # the characters of a keyword's example message it keeps
 _COMPILED: dict[SchemaCheck, SchemaCheck] = {}  # per Python worker: the compiled checks
 
 
@@ -27,14 +34,15 @@ def _compiled(check: SchemaCheck) -> SchemaCheck:
     return _COMPILED.setdefault(check, check)
 
 
-def _errors(check: SchemaCheck, text: str) -> list[str]:
+def _errors(check: SchemaCheck, text: str) -> list[dict[str, str | None]]:
     try:
         instance: Any = json.loads(text)
     except ValueError:
         return []  # not JSON: parseable_json's verdict
-    errors = _compiled(check).errors(instance)
+    errors = [{"at": at, "message": message} for at, message in _compiled(check).errors(instance)]
     if len(errors) > MAX_ERRORS:
-        errors = [*errors[:MAX_ERRORS], f"and {len(errors) - MAX_ERRORS} more errors"]
+        more = {"at": None, "message": f"and {len(errors) - MAX_ERRORS} more errors"}
+        errors = [*errors[:MAX_ERRORS], more]
     return errors
 
 
@@ -44,13 +52,14 @@ def _judge(checks: dict[str, SchemaCheck]):
             _errors(checks[kind], text) if kind in checks and text is not None else []
             for kind, text in zip(event_types.to_pylist(), texts.to_pylist(), strict=True)
         ]
-        return pa.array(found, type=pa.list_(pa.string()))
+        error = pa.struct([("at", pa.string()), ("message", pa.string())])
+        return pa.array(found, type=pa.list_(error))
 
     return judge
 
 
 def schema_errors(contract: Contract, event_type: Column, text: Column) -> Column:
-    """array<string>: the validator's errors of each row whose event type has a check.
+    """`SCHEMA_ERROR`: the validator's errors of each row whose event type has a check.
 
     Args:
         contract: the stream's event contract.
@@ -60,6 +69,36 @@ def schema_errors(contract: Contract, event_type: Column, text: Column) -> Colum
     """
     checks = {e.name: e.schema_check for e in contract.event_types if e.schema_check}
     if not checks:
-        return F.array().cast("array<string>")
-    judge = F.arrow_udf(_judge(checks), "array<string>")
+        return F.array().cast(SCHEMA_ERROR)
+    judge = F.arrow_udf(_judge(checks), SCHEMA_ERROR)
     return judge(event_type, F.when(event_type.isin(*checks), text))
+
+
+def schema_failures(judged: DataFrame, contract: Contract) -> dict[str, dict[str, dict]]:
+    """Per event type with a check, its batch's rows failing each keyword (a row counted once
+    per keyword, among its first `MAX_ERRORS` errors), the `MOST_FAILED` most first, each
+    with one of its messages: `{event type: {at: {"rows": n, "example": message}}}` (the
+    message cut to `EXAMPLE` characters); {} without checks (no Spark job then).
+
+    Args:
+        judged: a frame of `parse_events`' columns (`SilverBatch.judged`).
+        contract: the stream's event contract.
+    """
+    if not any(e.schema_check for e in contract.event_types):
+        return {}
+    failed = F.explode(F.filter(F.col(SCHEMA_ERRORS), lambda e: e["at"].isNotNull()))
+    counted = (
+        judged.where(F.size(SCHEMA_ERRORS) > 0)
+        .select(F.col(EVENT_TYPE).alias("event_type"), "seq", failed.alias("error"))
+        .groupBy("event_type", F.col("error.at").alias("at"))
+        .agg(F.count_distinct("seq").alias("rows"), F.min("error.message").alias("example"))
+        .collect()
+    )
+    found: dict[str, dict[str, dict]] = {}
+    for row in sorted(counted, key=lambda r: (-r["rows"], r["at"])):
+        kept = found.setdefault(row["event_type"], {})
+        if len(kept) < MOST_FAILED:
+            example = row["example"]  # a oneOf's message holds the whole value: cut it
+            example = example if len(example) <= EXAMPLE else example[: EXAMPLE - 3] + "..."
+            kept[row["at"]] = {"rows": int(row["rows"]), "example": example}
+    return found

@@ -52,6 +52,7 @@ from pipelines.silver.rejudge_intent import refuse_while_pending
 from pipelines.silver.route import SilverBatch, judge, routed_counts, split
 from pipelines.silver.rule_columns import silver_rules
 from pipelines.silver.schema import QUARANTINE_SCHEMA, silver_schema
+from pipelines.silver.schema_verdicts import schema_failures
 from resources.quality import QualitySuite, ValidationReport
 
 # Runs a suite on a frame: `DataQualityResource.validate_dataframe` with the run's settings.
@@ -125,6 +126,9 @@ class ContractSilverResult:
             (`pipelines.silver.evolution`), before writing any row.
         contract_versions: check target -> the `contract_version` its rows of this batch
             record.
+        schema_failures: event type -> the JSON Schema keywords its rows of this batch
+            failed, with their rows and an example (`schema_failures`, for `schema_valid`);
+            as recorded when nothing was new.
     """
 
     bronze_start: int | None  # None: nothing new
@@ -141,6 +145,7 @@ class ContractSilverResult:
     checked: dict[str, int] = field(default_factory=dict)
     schema_changes: tuple[ColumnChange, ...] = ()
     contract_versions: dict[str, str] = field(default_factory=dict)
+    schema_failures: dict[str, dict[str, dict]] = field(default_factory=dict)
 
     @property
     def processed(self) -> bool:
@@ -336,6 +341,7 @@ def run_contract_silver(
     # Every frame below is a projection of the judged batch.
     batch = split(judged, contract, now=now, source_table=source_table)
     counts = _count(contract, batch, count)
+    failed_keywords = schema_failures(batch.judged, contract)
     reports = {} if validate is None else _validate(contract, batch.candidates, validate, mostly)
     expectations = {name: rule_outcomes(report) for name, report in reports.items()}
     incoming = {**batch.tables, QUARANTINE: batch.quarantine}
@@ -363,6 +369,7 @@ def run_contract_silver(
             failures=counts.failures,
             checked=counts.checked,
             expectations=expectations,
+            schema_failures=failed_keywords,
         )
     )
     return ContractSilverResult(
@@ -380,6 +387,7 @@ def run_contract_silver(
         counts.checked,
         changes,
         {target: plan.fingerprint for target, plan in plans.items()},
+        failed_keywords,
     )
 
 

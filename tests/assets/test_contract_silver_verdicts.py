@@ -14,9 +14,16 @@ from assets.automation import AFTER_UPSTREAM_CHECKS, AFTER_UPSTREAM_COMMITS
 from assets.contract_silver import _check_results
 from pipelines.components.stream import JetStreamStream
 from pipelines.contract import read_contract
+from pipelines.contract.rules import Rule
 from pipelines.lakehouse.delta_tables import MergeOutcome
 from pipelines.lakehouse.watermarks import Watermark
-from pipelines.silver.stage import QUARANTINE, ContractSilverResult, rule_checks, within_mostly
+from pipelines.silver.stage import (
+    QUARANTINE,
+    ContractSilverResult,
+    RuleCheck,
+    rule_checks,
+    within_mostly,
+)
 from tests.assets.test_contract_silver import CONTRACT_FILE, PLACED_KEY, QUARANTINE_KEY
 
 CONTRACT = read_contract(CONTRACT_FILE)
@@ -199,3 +206,30 @@ def test_field_rules_carried_over_from_a_batch_before_it_judges_the_rules_that_b
     assert "failing_rows" not in found.metadata  # not recorded then: not made up now
     assert (found.metadata["rules"].value, found.metadata["rules_judged"].value) == (2, 1)
     assert found.metadata["carried_over_from_run"].value == "run-1"
+
+
+def test_schema_valid_tables_the_keywords_that_failed_carried_over_too():
+    rule = Rule("schema_valid", "Valid against the schema.", ("OrderPlaced",))
+    check = RuleCheck("OrderPlaced", "schema_valid", (rule,))
+    failed = {"/properties/x/type": {"rows": 2, "example": '/x: "a|b" is not of type "integer"'}}
+    details = {
+        "failures": {"OrderPlaced": {"schema_valid": 2}},
+        "checked": CHECKED,
+        "schema_failures": {"OrderPlaced": failed},
+    }
+    idle = ContractSilverResult(
+        None,
+        None,
+        3,
+        0,
+        {},
+        NOTHING,
+        watermark=Watermark("silver.orders", 9, "run-1", None, details),
+    )
+
+    (found,) = _check_results([check], KEYS, idle, 1.0)
+
+    assert not found.passed
+    assert found.metadata["schema_failures"].value.splitlines()[2:] == [
+        '| `/properties/x/type` | 2 | /x: "a\\|b" is not of type "integer" |'
+    ]

@@ -86,7 +86,8 @@ def land(folder: Path, spark, schema: dict, envelope, messages, columns) -> dict
             client.publish_batch(messages)
         defs = declared.build_defs(ComponentTree.for_test().load_context)
         with DagsterInstance.ephemeral() as instance:
-            assert materialize(defs.assets, resources=resources, instance=instance).success
+            result = materialize(defs.assets, resources=resources, instance=instance)
+            assert result.success
 
     def rows(table: str, *columns: str) -> list[tuple]:
         frame = spark.read.format("delta").load(lakehouse.table_path(table))
@@ -96,6 +97,7 @@ def land(folder: Path, spark, schema: dict, envelope, messages, columns) -> dict
         "bronze": rows("bronze/orders", "seq"),
         "silver": rows("silver/order", "seq", *columns),
         "quarantine": rows("quarantine/orders", "seq", "failed_rules"),
+        "checks": {e.check_name: e.metadata for e in result.get_asset_check_evaluations()},
     }
 
 
@@ -167,3 +169,13 @@ def test_zods_schema_under_cloudevents_lands_structured_and_binary_alike(spark, 
         for binary in (0, 1)
     }
     assert quarantined == broken
+    # schema_valid's check tables the keywords that failed, a row counted once per keyword.
+    # The structured and the binary copy of each bad order: 2 rows per keyword, by name.
+    failed = tables["checks"]["schema_valid"]["schema_failures"].value.splitlines()[2:]
+    assert failed == [
+        '| `/properties/customer/minLength` | 2 | /customer: "ad" is shorter than 3 characters |',
+        "| `/properties/discount_pct/multipleOf` | 2 | /discount_pct: 7 is not a multiple of 5 |",
+        "| `/properties/quantity/minimum` | 2 | /quantity: 0 is less than the minimum of 1 |",
+        '| `/properties/status/enum` | 2 | /status: "lost" is not one of "placed", "paid" or '
+        '"shipped" |',
+    ]
