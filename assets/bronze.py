@@ -10,6 +10,7 @@ from dagster import (
     AssetsDefinition,
     AssetSpec,
     Config,
+    DagsterInstance,
     DagsterLogManager,
     MaterializeResult,
     MetadataValue,
@@ -24,6 +25,7 @@ from assets.nothing_new import finding_metadata
 from pipelines.ingest.bronze import BRONZE_SCHEMA
 from pipelines.ingest.engine import IngestResult
 from pipelines.ingest.idle import nothing_to_land
+from pipelines.ingest.lease import RunState, wait_for_lease
 from pipelines.ingest.options import IngestRunOptions
 from pipelines.ingest.run import ingest
 from pipelines.ingest.spec import IngestSpec
@@ -126,6 +128,7 @@ def build_bronze_asset(
             run_id=context.run.run_id,
             until=config.end_seq,
             log=context.log,
+            run_state=dagster_run_state(context.instance),
         )
         return MaterializeResult(metadata=landed.metadata)
 
@@ -150,6 +153,16 @@ class Landed:
         return self.result is not None and self.result.start is not None
 
 
+def dagster_run_state(instance: DagsterInstance) -> RunState:
+    """What `instance` knows of a run: its status (`FAILURE`, `STARTED`, ...), or None."""
+
+    def state(run_id: str) -> str | None:
+        run = instance.get_run_by_id(run_id)
+        return None if run is None else run.status.value
+
+    return state
+
+
 def land(
     *,
     client: JetStreamClient,
@@ -159,11 +172,15 @@ def land(
     run_id: str,
     until: int | None,
     log: logging.Logger | DagsterLogManager,
+    run_state: RunState | None = None,
 ) -> Landed:
     """Lands `spec`'s next range (up to `until`) in its bronze table at `path`, exactly once.
 
     With nothing new (found without Spark: `pipelines.ingest.idle`), `session` is not called
-    and the result is None. The bronze asset calls it once per run; the contract's silver step
+    and the result is None. Nor is it while another run holds the ingest's lease: the run
+    waits for it (up to the ingest's `lease_wait`) before Spark starts, and fails with
+    `LeaseHeldError` if it stays held, saying what `run_state` (Dagster) knows of the
+    holder's run. The bronze asset calls it once per run; the contract's silver step
     of a run that keeps going (`assets.follow`) once per further batch.
     """
     checkpoints = client.create_key_value(spec.checkpoint_bucket_spec())
@@ -172,6 +189,15 @@ def land(
         log.info(idle.finding.describe())
         metadata = ingest_metadata(idle.result, idle.rows, path)
         return Landed(None, {**metadata, **finding_metadata(idle.finding)})
+    wait_for_lease(
+        checkpoints,
+        stream=spec.stream,
+        consumer=spec.durable,
+        holder=run_id,
+        wait=spec.lease_wait,
+        run_state=run_state,
+        log=log,
+    )
     spark = session()
     result = ingest(
         client,

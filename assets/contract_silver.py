@@ -64,7 +64,7 @@ from dagster import (
 )
 
 from assets.artifact_metadata import artifact_metadata
-from assets.bronze import land
+from assets.bronze import dagster_run_state, land
 from assets.follow import FOLLOW_TAG, batch_events, failed_blocking, follow_seconds
 from assets.nothing_new import finding_metadata
 from assets.table_schema import declared_schema, table_schema
@@ -333,6 +333,7 @@ def _follow(
             run_id=context.run.run_id,
             until=None,
             log=context.log,
+            run_state=dagster_run_state(context.instance),
         )
         if not landed.took_rows:
             context.log.info(f"{silver.stream}: nothing new after batch {batch}; the run ends")

@@ -8,6 +8,10 @@ and a working run keeps its lease with a `LeaseKeeper`: a background thread rene
 third of the TTL, and `fence()` renews it right before a write that nothing else protects.
 Every KV call retries through a cluster's leader elections (the client's retry budget), and
 a release that still fails is logged, never raised over the run's own outcome.
+
+`wait_for_lease` looks without taking: a run checks it before it starts Spark, so a run that
+cannot ingest learns it in a moment, with no JVM started, and its error says what Dagster
+knows of the holder's run (`RunState`).
 """
 
 from __future__ import annotations
@@ -27,6 +31,10 @@ from resources.jetstream.errors import JetStreamError, RevisionConflictError
 log = logging.getLogger(__name__)
 
 Clock = Callable[[], dt.datetime]
+# What Dagster knows of a lease holder's run: its status (`SUCCESS`, `FAILURE`, `STARTED`,
+# ...), or None for a run the instance does not have.
+RunState = Callable[[str], str | None]
+_OVER = ("SUCCESS", "FAILURE", "CANCELED")
 
 
 def utc_now() -> dt.datetime:
@@ -164,16 +172,81 @@ def acquire_lease(
         except RevisionConflictError:
             continue  # someone else moved the key between our read and write: look again
         if time.monotonic() >= deadline:
-            raise LeaseHeldError(
-                f"another run ({current.holder!r}) is ingesting {stream}/{consumer} until "
-                f"{current.expires_at.isoformat()} unless it finishes first; this run stops "
-                "without reading anything. Wait for it, or set the ingest's lease_wait to queue "
-                "behind it",
-                stream=stream,
-                consumer=consumer,
-                holder=current.holder,
-            )
+            raise _held(current, stream, consumer)
         time.sleep(poll)
+
+
+def wait_for_lease(
+    bucket: KeyValueBucket,
+    *,
+    stream: str,
+    consumer: str,
+    holder: str,
+    wait: float = 0.0,
+    poll: float = 0.5,
+    clock: Clock = utc_now,
+    run_state: RunState | None = None,
+    log: logging.Logger | None = None,
+) -> None:
+    """Returns once the ingest's lease is free, expired or `holder`'s, without taking it
+    (`acquire_lease` takes it after): a run looks before it starts Spark.
+
+    Args:
+        bucket, stream, consumer, holder, wait, poll, clock: as `acquire_lease`'s.
+        run_state: what Dagster knows of the holder's run, for the error (None: nothing).
+        log: where a wait is reported, once when it starts.
+
+    Raises:
+        LeaseHeldError: another holder has the lease and it did not free up within `wait`;
+            the message says whether Dagster has the holder's run as over, in progress or
+            unknown.
+    """
+    deadline = time.monotonic() + wait
+    reported = False
+    while True:
+        entry = bucket.try_get(lease_key(stream, consumer))
+        current = None if entry is None else LeaseValue.from_json(entry.value)
+        if current is None or current.holder == holder or current.expires_at <= clock():
+            return
+        if time.monotonic() >= deadline:
+            state = None if run_state is None else run_state(current.holder)
+            raise _held(current, stream, consumer, _holder_known(state, run_state is not None))
+        if log is not None and not reported:
+            log.info(
+                f"{stream}/{consumer}: waiting up to {wait:g} s for run {current.holder!r}'s "
+                f"lease (held until {current.expires_at.isoformat()})"
+            )
+            reported = True
+        time.sleep(poll)
+
+
+def _holder_known(state: str | None, asked: bool) -> str:
+    """What the error says of the holder's run, as Dagster knows it."""
+    if not asked:
+        return ""
+    if state is None:
+        return " Dagster here has no such run (another instance, or a jsl command, holds it)."
+    if state in _OVER:
+        return (
+            f" Dagster has that run as {state}: it is over, and its lease lapses by itself "
+            "at that time; run again then, and the run finishes its range first."
+        )
+    return (
+        f" Dagster has that run as {state}: it is working, or its process died unseen "
+        "(run monitoring marks such a run failed)."
+    )
+
+
+def _held(current: LeaseValue, stream: str, consumer: str, known: str = "") -> LeaseHeldError:
+    return LeaseHeldError(
+        f"another run ({current.holder!r}) is ingesting {stream}/{consumer} until "
+        f"{current.expires_at.isoformat()} unless it finishes first; this run stops "
+        "without reading anything. Wait for it, or set the ingest's lease_wait to queue "
+        f"behind it.{known}",
+        stream=stream,
+        consumer=consumer,
+        holder=current.holder,
+    )
 
 
 class LeaseKeeper:

@@ -1,13 +1,17 @@
 """The bronze asset, end to end: real nats-server, real Spark + Delta, a real Dagster instance."""
 
 import datetime as dt
+import logging
 
 import pytest
 from dagster import materialize
+from dagster._core.storage.dagster_run import DagsterRun, DagsterRunStatus
 from delta.tables import DeltaTable
 
-from assets.bronze import build_bronze_asset, build_stream_asset_spec
+from assets.bronze import build_bronze_asset, build_stream_asset_spec, dagster_run_state, land
 from pipelines.file_trash.events import FILE_DELETED_SUBJECT, generate_file_deleted_events
+from pipelines.ingest.errors import LeaseHeldError
+from pipelines.ingest.lease import acquire_lease
 from pipelines.ingest.spec import IngestSpec
 from resources.jetstream import StreamSpec, Topology, reconcile
 from resources.lakehouse import LakehouseResource
@@ -118,3 +122,23 @@ def test_bronze_stores_payloads_exactly_as_published_even_when_malformed(
     rows = DeltaTable.forPath(spark, f"{table_root}/{ingest.table}").toDF().orderBy("seq").collect()
     assert [bytes(r.payload) for r in rows] == raw
     assert all(r.headers == {"X-Test": "yes"} for r in rows)
+
+
+def test_a_run_behind_a_held_lease_stops_before_spark_saying_what_dagster_knows_of_the_holder(
+    js, ingest, table_root, dagster_instance
+):
+    publish_events(js, ingest, 10, seed=3)
+    dead = DagsterRun(job_name="ingest", run_id="dead-run", status=DagsterRunStatus.FAILURE)
+    dagster_instance.add_run(dead)
+    bucket = js.create_key_value(ingest.checkpoint_bucket_spec())
+    acquire_lease(bucket, stream=ingest.stream, consumer=ingest.durable, holder="dead-run", ttl=60)
+
+    def no_spark():
+        raise AssertionError("Spark was started behind a held lease")
+
+    with pytest.raises(LeaseHeldError, match="Dagster has that run as FAILURE: it is over"):
+        land(
+            client=js, session=no_spark, spec=ingest, path=f"{table_root}/{ingest.table}",
+            run_id="next-run", until=None, log=logging.getLogger(__name__),
+            run_state=dagster_run_state(dagster_instance),
+        )  # fmt: skip

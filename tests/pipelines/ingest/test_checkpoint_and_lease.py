@@ -9,7 +9,7 @@ import pytest
 
 from pipelines.ingest.checkpoint import Checkpoint, CheckpointStore, SeqRange, checkpoint_key
 from pipelines.ingest.errors import CheckpointConflictError, LeaseHeldError, LeaseLostError
-from pipelines.ingest.lease import acquire_lease, lease_key
+from pipelines.ingest.lease import acquire_lease, lease_key, wait_for_lease
 from resources.jetstream import KeyValueBucket, KeyValueSpec
 
 NOW = dt.datetime(2026, 11, 21, 12, 0, tzinfo=dt.UTC)
@@ -114,6 +114,32 @@ def test_second_holder_fails_fast_with_lease_held_error_naming_the_holder(bucket
     assert raised.value.holder == "run-a"
     assert "'run-a'" in str(raised.value)
     assert (raised.value.stream, raised.value.consumer) == ("S", "c")
+
+
+@pytest.mark.parametrize(
+    ("state", "said"),
+    [
+        ("FAILURE", "Dagster has that run as FAILURE: it is over, and its lease lapses"),
+        ("STARTED", "Dagster has that run as STARTED: it is working, or its process died"),
+        (None, "Dagster here has no such run"),
+    ],
+)
+def test_a_run_looks_at_the_lease_without_taking_it_and_says_what_dagster_knows(
+    bucket, state, said
+):
+    def look(holder: str, now=NOW, **options) -> None:
+        wait_for_lease(bucket, stream="S", consumer="c", holder=holder, clock=at(now), **options)
+
+    look("run-b")  # free: nothing taken
+    assert bucket.try_get(lease_key("S", "c")) is None
+    take(bucket, "run-a", ttl=60)
+    look("run-a")  # its own
+    look("run-b", now=NOW + dt.timedelta(seconds=61))  # expired
+
+    with pytest.raises(LeaseHeldError) as raised:
+        look("run-b", run_state=lambda run_id: state if run_id == "run-a" else "?")
+
+    assert raised.value.holder == "run-a" and said in str(raised.value)
 
 
 def test_released_lease_can_be_taken_at_once(bucket):
