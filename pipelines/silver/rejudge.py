@@ -62,6 +62,7 @@ from pipelines.silver.rejudge_intent import (
     PinnedTable,
     Selection,
     begin,
+    kept,
     take_over,
     utc_now,
 )
@@ -226,7 +227,7 @@ def rejudge(
     policy: Policy = OnSchemaChange.EVOLVE,
     quarantine_name: str | None = None,
     writes: Mapping[str, TableWrites] | None = None,
-    lease_ttl: float = 600.0,
+    lease_ttl: float = 30.0,
     clock: Clock = utc_now,
 ) -> RejudgeResult:
     """Judges the selected, already-processed bronze rows again under `contract`.
@@ -249,9 +250,9 @@ def rejudge(
             `quarantine_table(stream)`.
         writes: target (event type, or QUARANTINE) -> how its table is written
             (`rejudge_writes.TableWrites`); MERGE where not given.
-        lease_ttl: seconds the intent's lease lasts from each write's start: a run killed
-            mid-way holds off others until then; a write that takes longer lets another run
-            take over.
+        lease_ttl: seconds the intent's lease lasts from its last renewal (before each write,
+            and every third of it while the run lives): a run killed mid-way holds off
+            others until then.
         clock: the current time, for the lease.
 
     Returns:
@@ -314,10 +315,11 @@ def _run(job: _Job, claim: IntentClaim, *, resume: bool) -> RejudgeResult:
     contract first, unless the intent was recorded under the same contract and tables."""
     intent = claim.intent
     try:
-        same = set(job.paths.values()) == {t.path for t in intent.tables}
-        if resume and not (same and intent.contract_version == contract_version(job.contract)):
-            job.prepare(intent.selection)
-        result = _execute(job, claim, resume=resume)
+        with kept(claim):
+            same = set(job.paths.values()) == {t.path for t in intent.tables}
+            if resume and not (same and intent.contract_version == contract_version(job.contract)):
+                job.prepare(intent.selection)
+            result = _execute(job, claim, resume=resume)
     except BaseException:
         claim.abandon()
         raise

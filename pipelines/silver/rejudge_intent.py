@@ -10,20 +10,21 @@ running or was interrupted; the next rejudge finishes it first.
 
 The intent is also a lease: `holder` runs it until `expires_at`. It is taken with
 create-only (or, once expired or abandoned, a compare-and-set on the revision read),
-renewed by compare-and-set right before each table write (`IntentClaim.fence`), and given
-up at once (`expires_at` null) when the run fails with an exception, so a rerun takes over
-without waiting; a killed run's intent is taken over once its lease expires. The lease is
-renewed only before each write, so one step that outlasts the TTL (a write, or the judging
-before the first) lets another run take over while it is still in flight: the TTL must be
-longer than the slowest table write.
+renewed by compare-and-set right before each table write (`IntentClaim.fence`) and, while
+the run lives, every third of its TTL on a background thread (`kept`), and given up at once
+(`expires_at` null) when the run fails with an exception, so a rerun takes over without
+waiting. A killed run's intent is taken over once its lease expires: the TTL is short (30 s
+by default), however long the rejudge's steps take.
 """
 
 from __future__ import annotations
 
+import contextlib
 import datetime as dt
 import json
 import logging
-from collections.abc import Callable, Mapping
+import threading
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field, replace
 from typing import Any
 
@@ -273,6 +274,8 @@ class IntentClaim:
     revision: int
     ttl: float  # seconds
     clock: Clock = field(default=utc_now)
+    # fence, abandon and finish, one at a time: `kept`'s thread renews beside the run.
+    _lock: threading.Lock = field(default_factory=threading.Lock, repr=False, compare=False)
 
     @property
     def key(self) -> str:
@@ -284,17 +287,20 @@ class IntentClaim:
         Raises:
             RejudgeLostError: the lease expired and another run took the intent over.
         """
-        renewed = replace(self.intent, expires_at=self.clock() + dt.timedelta(seconds=self.ttl))
-        self.revision = self._update(renewed)
-        self.intent = renewed
+        with self._lock:
+            now = self.clock()
+            renewed = replace(self.intent, expires_at=now + dt.timedelta(seconds=self.ttl))
+            self.revision = self._update(renewed)
+            self.intent = renewed
 
     def abandon(self) -> None:
         """Gives the lease up, keeping the intent for the next run to finish (never raises:
         a failure is logged and the lease then expires by itself)."""
-        try:
-            self.revision = self._update(replace(self.intent, expires_at=None))
-        except (RejudgeLostError, JetStreamError) as error:
-            log.warning("could not give up the intent %r: %s", self.key, error)
+        with self._lock:
+            try:
+                self.revision = self._update(replace(self.intent, expires_at=None))
+            except (RejudgeLostError, JetStreamError) as error:
+                log.warning("could not give up the intent %r: %s", self.key, error)
 
     def finish(self) -> None:
         """Deletes the intent: every write it planned is done.
@@ -302,10 +308,11 @@ class IntentClaim:
         Raises:
             RejudgeLostError: another run took the intent over meanwhile.
         """
-        try:
-            self.bucket.delete(self.key, revision=self.revision)
-        except RevisionConflictError as error:
-            raise self._lost("after its last write") from error
+        with self._lock:
+            try:
+                self.bucket.delete(self.key, revision=self.revision)
+            except RevisionConflictError as error:
+                raise self._lost("after its last write") from error
 
     def _update(self, intent: Intent) -> int:
         try:
@@ -322,6 +329,32 @@ class IntentClaim:
             stage=self.intent.stage,
             bucket=self.bucket.name,
         )
+
+
+@contextlib.contextmanager
+def kept(claim: IntentClaim) -> Iterator[IntentClaim]:
+    """Renews `claim`'s lease every third of its TTL on a daemon thread while the block runs:
+    a rejudge that lives keeps its intent however long a step takes; one killed lets go
+    within a TTL. A renewal that finds the intent taken stops renewing (the run's next
+    `fence` raises `RejudgeLostError`); one that fails on the KV is logged and tried again."""
+    stop = threading.Event()
+
+    def renew() -> None:
+        while not stop.wait(claim.ttl / 3):
+            try:
+                claim.fence()
+            except RejudgeLostError:
+                return
+            except JetStreamError as error:
+                log.warning("could not renew the rejudge intent %r: %s", claim.key, error)
+
+    thread = threading.Thread(target=renew, name=f"rejudge-{claim.key}", daemon=True)
+    thread.start()
+    try:
+        yield claim
+    finally:
+        stop.set()
+        thread.join()
 
 
 def _in_progress(bucket: KeyValueBucket, stage: str, other: Intent) -> RejudgeInProgressError:

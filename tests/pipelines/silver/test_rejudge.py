@@ -8,6 +8,7 @@ judged again under a changed one.
 import datetime as dt
 import json
 import shutil
+import time
 from pathlib import Path
 
 import pytest
@@ -18,10 +19,14 @@ from pipelines.ingest.bronze import BRONZE_SCHEMA
 from pipelines.lakehouse.watermarks import WatermarkStore
 from pipelines.silver.rejudge import RejudgeResult, rejudge
 from pipelines.silver.rejudge_intent import (
+    Intent,
     IntentClaim,
     RejudgeInProgressError,
     Selection,
+    begin,
     intent_key,
+    kept,
+    take_over,
 )
 from pipelines.silver.rejudge_writes import MERGE_WRITES
 from pipelines.silver.stage import QUARANTINE, run_contract_silver
@@ -394,3 +399,26 @@ def test_a_second_rejudge_while_one_holds_the_intent_fails_and_writes_nothing(sp
     assert first.moved == {CURRENCY: 2}
     assert_each_bronze_row_once(spark, paths, STREAM, 13)
     assert store.bucket.try_get(intent_key(STAGE)) is None
+
+
+def test_a_living_rejudge_keeps_its_intent_however_long_a_step_takes_and_a_dead_one_lets_go(
+    store,
+):
+    moment = [NOW]
+    clock = lambda: moment[0]  # noqa: E731
+    intent = Intent(
+        STAGE, STREAM, Selection(True), "alive", NOW, 13, 1, (), "bronze/orders", "v", "alive"
+    )
+    claim = begin(store.bucket, intent, ttl=0.3, clock=clock)
+
+    with kept(claim):
+        moment[0] = NOW + dt.timedelta(hours=1)  # a step far longer than the TTL
+        deadline = time.monotonic() + 30
+        while claim.intent.expires_at <= moment[0] and time.monotonic() < deadline:
+            time.sleep(0.05)  # the keeper renews every 0.1 s of real time
+        with pytest.raises(RejudgeInProgressError):
+            take_over(store.bucket, STAGE, holder="other", ttl=30, clock=clock)
+    # Killed (nothing renews any more): taken over once its TTL is past.
+    moment[0] += dt.timedelta(seconds=1)
+    taken = take_over(store.bucket, STAGE, holder="other", ttl=30, clock=clock)
+    assert taken is not None and taken.intent.holder == "other"
