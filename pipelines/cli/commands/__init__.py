@@ -167,6 +167,8 @@ def _output_to(log_file: Path) -> Iterator[None]:
                 os.dup2(log.fileno(), fd)
             yield
     finally:
+        sys.stdout.flush()  # what Python buffered in the block belongs to the log
+        sys.stderr.flush()
         for fd, copy in saved.items():
             os.dup2(copy, fd)
             os.close(copy)

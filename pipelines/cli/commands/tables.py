@@ -6,7 +6,7 @@ Loads the project's code location as `dg` does (every asset that names a table i
 `lakehouse/table` metadata: the `JetStreamStream` components' bronze, silver, quarantine and
 declared gold tables, and Python assets that set it), then starts Spark and prints, for each
 table under the lakehouse root: its rows, Delta version and path, and its first N rows
-(default 5; 0 prints none). A table no run has written yet says so. Nothing is written.
+(default 5; 0 prints none). A table no run has written yet says so. No table is written;
 Spark's output goes to a log file under the data directory, whose path is printed.
 
 Exit status: 0; 1 when no declared table is written yet under the root (checked before
