@@ -536,7 +536,7 @@ def _check_results(
         # None: a `field_rules` recorded before it was counted (its rules' verdicts hold).
         failing = counted.get(check.name)
         extra = {}
-        if check.name == SCHEMA_VALID:
+        if check.name == SCHEMA_VALID and keywords is not None:  # None: not recorded then
             extra = _keyword_metadata(keywords.get(check.target, {}))
         yield _check_result(
             check, keys, result, failing=failing, rows=rows, verdicts=verdicts, mostly=mostly,
@@ -551,8 +551,8 @@ def _keyword_metadata(failed: dict[str, dict]) -> dict[str, MetadataValue]:
         return {"schema_failures": MetadataValue.md("no keyword of the schema failed")}
     lines = ["| keyword in the schema | failing rows | example |", "|---|---|---|"]
     for at, found in failed.items():
-        example = str(found["example"]).replace("|", "\\|")
-        lines.append(f"| `{at}` | {found['rows']} | {example} |")
+        place, example = (str(text).replace("|", "\\|") for text in (at, found["example"]))
+        lines.append(f"| `{place}` | {found['rows']} | {example} |")
     return {"schema_failures": MetadataValue.md("\n".join(lines))}
 
 
@@ -573,15 +573,15 @@ def _verdict(failing: int, rows: int | None, gx: dict | None, mostly: float) -> 
     return _Verdict(within_mostly(failing, rows, mostly), failing, None)
 
 
-def _verdict_inputs(result: ContractSilverResult) -> tuple[dict, dict, dict, dict]:
-    """Failing rows, GX outcomes, rows judged and failed schema keywords, by check target:
-    the batch's, or recorded."""
+def _verdict_inputs(result: ContractSilverResult) -> tuple[dict, dict, dict, dict | None]:
+    """Failing rows, GX outcomes, rows judged and failed schema keywords (None: a batch
+    recorded before they were), by check target: the batch's, or recorded."""
     if result.processed:
         return result.failures, result.expectations, result.checked, result.schema_failures
     details = result.watermark.details if result.watermark else {}
     failures = recorded_failures(result.watermark) or {}
     keywords = details.get("schema_failures")
-    keywords = keywords if isinstance(keywords, dict) else {}
+    keywords = keywords if isinstance(keywords, dict) else None  # recorded before they were
     return failures, recorded_outcomes(details), recorded_checked(result.watermark), keywords
 
 

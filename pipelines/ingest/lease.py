@@ -188,8 +188,10 @@ def wait_for_lease(
     run_state: RunState | None = None,
     log: logging.Logger | None = None,
 ) -> None:
-    """Returns once the ingest's lease is free, expired or `holder`'s, without taking it
-    (`acquire_lease` takes it after): a run looks before it starts Spark.
+    """Returns once the ingest's lease is free or expired, without taking it (`acquire_lease`
+    takes it after, and may wait its own `wait` if another run took it in between): a run
+    looks before it starts Spark. A lease `holder` itself still holds (a release that failed)
+    counts as held, as `acquire_lease` counts it.
 
     Args:
         bucket, stream, consumer, holder, wait, poll, clock: as `acquire_lease`'s.
@@ -206,11 +208,10 @@ def wait_for_lease(
     while True:
         entry = bucket.try_get(lease_key(stream, consumer))
         current = None if entry is None else LeaseValue.from_json(entry.value)
-        if current is None or current.holder == holder or current.expires_at <= clock():
+        if current is None or current.expires_at <= clock():
             return
         if time.monotonic() >= deadline:
-            state = None if run_state is None else run_state(current.holder)
-            raise _held(current, stream, consumer, _holder_known(state, run_state is not None))
+            raise _held(current, stream, consumer, _holder_known(current.holder, run_state))
         if log is not None and not reported:
             log.info(
                 f"{stream}/{consumer}: waiting up to {wait:g} s for run {current.holder!r}'s "
@@ -220,9 +221,15 @@ def wait_for_lease(
         time.sleep(poll)
 
 
-def _holder_known(state: str | None, asked: bool) -> str:
-    """What the error says of the holder's run, as Dagster knows it."""
-    if not asked:
+def _holder_known(holder: str, run_state: RunState | None) -> str:
+    """What the error says of the holder's run, as Dagster knows it (nothing if it cannot
+    tell: the error is the lease's, not the instance's)."""
+    if run_state is None:
+        return ""
+    try:
+        state = run_state(holder)
+    except Exception as error:  # the instance's storage, whatever fails there
+        log.warning("could not look run %r up in Dagster: %s", holder, error)
         return ""
     if state is None:
         return " Dagster here has no such run (another instance, or a jsl command, holds it)."

@@ -324,8 +324,9 @@ class IntentClaim:
         return RejudgeLostError(
             f"stage {self.intent.stage!r}: run {self.intent.holder!r} lost its rejudge intent "
             f"{self.key!r} in bucket {self.bucket.name!r} {when} (its {self.ttl}s lease expired "
-            "and another run took it over); that run finishes the rejudge. If table writes "
-            "take longer here, raise the rejudge's lease_ttl",
+            "and another run took it over); that run finishes the rejudge. The lease is renewed "
+            "while the run lives: this happens when the NATS servers were unreachable for "
+            "longer than it",
             stage=self.intent.stage,
             bucket=self.bucket.name,
         )
@@ -336,17 +337,21 @@ def kept(claim: IntentClaim) -> Iterator[IntentClaim]:
     """Renews `claim`'s lease every third of its TTL on a daemon thread while the block runs:
     a rejudge that lives keeps its intent however long a step takes; one killed lets go
     within a TTL. A renewal that finds the intent taken stops renewing (the run's next
-    `fence` raises `RejudgeLostError`); one that fails on the KV is logged and tried again."""
+    `fence` raises `RejudgeLostError`); one that fails (the KV unreachable) is logged and
+    tried again within a second."""
     stop = threading.Event()
 
     def renew() -> None:
-        while not stop.wait(claim.ttl / 3):
+        pause = claim.ttl / 3
+        while not stop.wait(pause):
+            pause = claim.ttl / 3
             try:
                 claim.fence()
             except RejudgeLostError:
                 return
-            except JetStreamError as error:
+            except Exception as error:  # keep renewing while the run lives
                 log.warning("could not renew the rejudge intent %r: %s", claim.key, error)
+                pause = min(pause, 1.0)  # soon again: the TTL runs on
 
     thread = threading.Thread(target=renew, name=f"rejudge-{claim.key}", daemon=True)
     thread.start()

@@ -25,8 +25,11 @@ from pipelines.silver.layout import EVENT_TYPE, SCHEMA_ERRORS
 
 MAX_ERRORS = 10  # per row; more are counted in one last entry (its `at` null)
 SCHEMA_ERROR = "array<struct<at:string,message:string>>"
-MOST_FAILED = 50  # the keywords `schema_failures` keeps per event type, most rows first
-EXAMPLE = 160  # the characters of a keyword's example message it keeps
+# What `schema_failures` keeps, most rows first: it is recorded with the watermark (a KV value,
+# at most NATS's max_payload, 1 MiB by default), so it stays under 100 KB whatever fails.
+MOST_FAILED = 50  # keywords per event type
+MOST_FAILED_IN_ALL = 200  # keywords of every event type together
+EXAMPLE = 160  # characters of a keyword's place and of its example message
 _COMPILED: dict[SchemaCheck, SchemaCheck] = {}  # per Python worker: the compiled checks
 
 
@@ -76,9 +79,10 @@ def schema_errors(contract: Contract, event_type: Column, text: Column) -> Colum
 
 def schema_failures(judged: DataFrame, contract: Contract) -> dict[str, dict[str, dict]]:
     """Per event type with a check, its batch's rows failing each keyword (a row counted once
-    per keyword, among its first `MAX_ERRORS` errors), the `MOST_FAILED` most first, each
-    with one of its messages: `{event type: {at: {"rows": n, "example": message}}}` (the
-    message cut to `EXAMPLE` characters); {} without checks (no Spark job then).
+    per keyword, among its first `MAX_ERRORS` errors), each with one of its messages: `{event
+    type: {at: {"rows": n, "example": message}}}`, most rows first, at most `MOST_FAILED`
+    per event type and `MOST_FAILED_IN_ALL` in all, the place and the message cut to
+    `EXAMPLE` characters; {} without checks (no Spark job then).
 
     Args:
         judged: a frame of `parse_events`' columns (`SilverBatch.judged`).
@@ -95,10 +99,12 @@ def schema_failures(judged: DataFrame, contract: Contract) -> dict[str, dict[str
         .collect()
     )
     found: dict[str, dict[str, dict]] = {}
-    for row in sorted(counted, key=lambda r: (-r["rows"], r["at"])):
+    for row in sorted(counted, key=lambda r: (-r["rows"], r["at"]))[:MOST_FAILED_IN_ALL]:
         kept = found.setdefault(row["event_type"], {})
-        if len(kept) < MOST_FAILED:
-            example = row["example"]  # a oneOf's message holds the whole value: cut it
-            example = example if len(example) <= EXAMPLE else example[: EXAMPLE - 3] + "..."
-            kept[row["at"]] = {"rows": int(row["rows"]), "example": example}
+        if len(kept) < MOST_FAILED:  # a oneOf's message holds the whole value: cut it
+            kept[_cut(row["at"])] = {"rows": int(row["rows"]), "example": _cut(row["example"])}
     return found
+
+
+def _cut(text: str) -> str:
+    return text if len(text) <= EXAMPLE else text[: EXAMPLE - 3] + "..."

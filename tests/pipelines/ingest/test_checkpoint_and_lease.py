@@ -133,8 +133,9 @@ def test_a_run_looks_at_the_lease_without_taking_it_and_says_what_dagster_knows(
     look("run-b")  # free: nothing taken
     assert bucket.try_get(lease_key("S", "c")) is None
     take(bucket, "run-a", ttl=60)
-    look("run-a")  # its own
     look("run-b", now=NOW + dt.timedelta(seconds=61))  # expired
+    with pytest.raises(LeaseHeldError):
+        look("run-a")  # its own, not released: acquire_lease would refuse it too
 
     with pytest.raises(LeaseHeldError) as raised:
         look("run-b", run_state=lambda run_id: state if run_id == "run-a" else "?")

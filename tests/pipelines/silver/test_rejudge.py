@@ -348,7 +348,7 @@ def test_a_rejudge_killed_after_any_write_is_finished_by_the_next_run_as_if_neve
                 patched.setattr(IntentClaim, "abandon", lambda self: None)
             run_rejudge(
                 spark, store, killed, LOOSE_NOTE_REQUIRED, selection,
-                writes=dict.fromkeys(targets, crashing),
+                writes=dict.fromkeys(targets, crashing), lease_ttl=600,  # past the checks below
             )  # fmt: skip
         stranded = placements(spark, killed, STREAM, 13)
         if dies:
