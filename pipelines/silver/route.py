@@ -262,20 +262,29 @@ class Judged(NamedTuple):
     rows: int
     failing: dict[str, int]  # rule name -> failing rows, in `silver_rules` order
     kept: int | None  # rows not quarantined: a candidates frame's table rows (None: not split)
-    shared: int = 0  # rows breaking any rule with no check of its own (`routed_counts` only)
+    shared: int  # rows breaking any rule with no check of its own (a `field_rules` check's)
 
 
 def _failing_sums(rules: Sequence[Rule]) -> list[Column]:
-    """Per rule, in order, the rows whose `failed_rules` holds it (aliased `_0`, `_1`, ...)."""
+    """Per rule, in order, the rows whose `failed_rules` holds it (aliased `_0`, `_1`, ...),
+    then the rows whose `failed_rules` holds any rule with no check of its own (`_shared`: a
+    row's `failed_rules` holds only rules of its own event type, so one sum serves every
+    type)."""
+    shared = [F.lit(r.name) for r in rules if not r.own_check]
+    broke_shared = F.arrays_overlap("failed_rules", F.array(*shared)) if shared else F.lit(False)
     return [
-        F.sum(F.array_contains("failed_rules", r.name).cast("long")).alias(f"_{n}")
-        for n, r in enumerate(rules)
+        *(
+            F.sum(F.array_contains("failed_rules", r.name).cast("long")).alias(f"_{n}")
+            for n, r in enumerate(rules)
+        ),
+        F.sum(broke_shared.cast("long")).alias("_shared"),
     ]
 
 
 def judged_rows(frame: DataFrame, contract: Contract, *, split: bool = True) -> Judged:
-    """The rows of `frame`, how many break each rule and, with `split`, how many are not
-    quarantined, in one aggregate.
+    """The rows of `frame`, how many break each rule, how many break any rule with no check
+    of its own (`Judged.shared`) and, with `split`, how many are not quarantined, in one
+    aggregate.
 
     Args:
         frame: a `SilverBatch.candidates` frame; with `split=False`, any frame with
@@ -289,7 +298,8 @@ def judged_rows(frame: DataFrame, contract: Contract, *, split: bool = True) -> 
         sums.append(F.sum((~F.col(QUARANTINED)).cast("long")).alias("_kept"))
     row = frame.agg(F.count(F.lit(1)).alias("_rows"), *sums).first()
     failing = {r.name: int(row[f"_{n}"] or 0) for n, r in enumerate(rules)}
-    return Judged(int(row["_rows"]), failing, int(row["_kept"] or 0) if split else None)
+    kept = int(row["_kept"] or 0) if split else None
+    return Judged(int(row["_rows"]), failing, kept, int(row["_shared"] or 0))
 
 
 def routed_counts(batch: SilverBatch, contract: Contract) -> tuple[dict[str, Judged], Judged]:
@@ -302,19 +312,12 @@ def routed_counts(batch: SilverBatch, contract: Contract) -> tuple[dict[str, Jud
     """
     rules = silver_rules(contract)
     names = [e.name for e in contract.event_types]
-    # A row's failed_rules holds only rules of its own event type: one sum serves every type.
-    shared = [F.lit(r.name) for r in rules if not r.own_check]
-    broke_shared = F.arrays_overlap("failed_rules", F.array(*shared)) if shared else F.lit(False)
     groups = (
         batch.judged.groupBy(
             F.when(F.col(EVENT_TYPE).isin(*names), F.col(EVENT_TYPE)).alias("_type"),
             F.col(QUARANTINED).alias("_quarantined"),
         )
-        .agg(
-            F.count(F.lit(1)).alias("_rows"),
-            F.sum(broke_shared.cast("long")).alias("_shared"),
-            *_failing_sums(rules),
-        )
+        .agg(F.count(F.lit(1)).alias("_rows"), *_failing_sums(rules))
         .collect()
     )
 

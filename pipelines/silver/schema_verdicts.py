@@ -81,8 +81,8 @@ def schema_failures(judged: DataFrame, contract: Contract) -> dict[str, dict[str
     """Per event type with a check, its batch's rows failing each keyword (a row counted once
     per keyword, among its first `MAX_ERRORS` errors), each with one of its messages: `{event
     type: {at: {"rows": n, "example": message}}}`, most rows first, at most `MOST_FAILED`
-    per event type and `MOST_FAILED_IN_ALL` in all, the place and the message cut to
-    `EXAMPLE` characters; {} without checks (no Spark job then).
+    per event type and `MOST_FAILED_IN_ALL` in all, the place (its end kept) and the message
+    (its start kept) cut to `EXAMPLE` characters; {} without checks (no Spark job then).
 
     Args:
         judged: a frame of `parse_events`' columns (`SilverBatch.judged`).
@@ -101,10 +101,11 @@ def schema_failures(judged: DataFrame, contract: Contract) -> dict[str, dict[str
     found: dict[str, dict[str, dict]] = {}
     for row in sorted(counted, key=lambda r: (-r["rows"], r["at"]))[:MOST_FAILED_IN_ALL]:
         kept = found.setdefault(row["event_type"], {})
-        if len(kept) < MOST_FAILED:  # a oneOf's message holds the whole value: cut it
-            kept[_cut(row["at"])] = {"rows": int(row["rows"]), "example": _cut(row["example"])}
+        if len(kept) < MOST_FAILED:
+            # A place keeps its end (the keyword); two places alike there: the first, most
+            # rows. A message keeps its start (a oneOf's holds the whole value).
+            place = row["at"] if len(row["at"]) <= EXAMPLE else "..." + row["at"][3 - EXAMPLE :]
+            example = row["example"]
+            example = example if len(example) <= EXAMPLE else example[: EXAMPLE - 3] + "..."
+            kept.setdefault(place, {"rows": int(row["rows"]), "example": example})
     return found
-
-
-def _cut(text: str) -> str:
-    return text if len(text) <= EXAMPLE else text[: EXAMPLE - 3] + "..."

@@ -46,4 +46,6 @@ def test_what_is_kept_is_bounded_per_event_type_in_all_and_in_length(spark):
     assert len(kept) == MOST_FAILED_IN_ALL
     assert max(len(table) for table in found.values()) <= MOST_FAILED
     assert all(len(at) == len(e["example"]) == EXAMPLE for at, e in kept)
+    # A place keeps its end, where the keyword is: long places stay apart.
+    assert all(at.startswith("...") and at.rsplit("/", 1)[1].isdigit() for at, _ in kept)
     assert min(e["rows"] for _, e in kept) >= 3  # the most failed first: 1 to 7 rows each
