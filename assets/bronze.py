@@ -193,7 +193,6 @@ def land(
         checkpoints,
         stream=spec.stream,
         consumer=spec.durable,
-        holder=run_id,
         wait=spec.lease_wait,
         run_state=run_state,
         log=log,

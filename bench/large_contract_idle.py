@@ -40,6 +40,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # the corpus lives
 
 import yaml
 from dagster import ComponentTree, DagsterInstance, materialize
+from schema_verdicts import orders_payload
 
 from pipelines.components.stream import JetStreamStream
 from pipelines.settings import PROJECT_DIR
@@ -82,14 +83,7 @@ def _github(folder: Path) -> tuple[dict, list[tuple[str, bytes]]]:
 
 def _orders(folder: Path) -> tuple[dict, list[tuple[str, bytes]]]:
     """The small contract's attributes and 20 valid orders (`folder` unused)."""
-    messages = []
-    for n in range(20):
-        event = {
-            "eventId": f"e-{n}", "eventType": "OrderPlaced", "occurredAt": "2026-11-21T10:00:00Z",
-            "data": {"orderId": f"ORD-{n:06d}", "customerId": "c-1", "amount": 12.5,
-                     "currency": "EUR"},
-        }  # fmt: skip
-        messages.append(("orders.placed", json.dumps(event).encode()))
+    messages = [("orders.placed", orders_payload(n).encode()) for n in range(20)]
     attributes = {
         "stream": {"name": "ORDERS", "subjects": ["orders.>"]},
         "ingests": [INGEST],

@@ -43,7 +43,8 @@ ORDERS = PROJECT_DIR / "tests/pipelines/contract/fixtures/orders.yaml"
 PUBLISHED = dt.datetime(2026, 11, 27, 12, 0, tzinfo=dt.UTC)
 
 
-def _orders_payload(n: int) -> str:
+def orders_payload(n: int) -> str:
+    """A valid OrderPlaced of the ORDERS fixture contract, the `n`th."""
     return json.dumps(
         {
             "eventId": f"e-{n}",
@@ -115,7 +116,7 @@ def main() -> None:
 
     spark = SparkResource(ui_enabled=False, shuffle_partitions=2).get_session()
     bronze = _bronze(spark, messages)
-    orders = _bronze(spark, [("orders.placed", _orders_payload(n)) for n in range(args.batch)])
+    orders = _bronze(spark, [("orders.placed", orders_payload(n)) for n in range(args.batch)])
     engine = []
     for _ in range(args.runs):
         kinds = F.element_at(F.split(F.col("subject"), r"\.", 2), 2)

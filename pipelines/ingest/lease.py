@@ -181,7 +181,6 @@ def wait_for_lease(
     *,
     stream: str,
     consumer: str,
-    holder: str,
     wait: float = 0.0,
     poll: float = 0.5,
     clock: Clock = utc_now,
@@ -190,11 +189,11 @@ def wait_for_lease(
 ) -> None:
     """Returns once the ingest's lease is free or expired, without taking it (`acquire_lease`
     takes it after, and may wait its own `wait` if another run took it in between): a run
-    looks before it starts Spark. A lease `holder` itself still holds (a release that failed)
-    counts as held, as `acquire_lease` counts it.
+    looks before it starts Spark. A lease held by the looking run itself (a release that
+    failed) counts as held, as `acquire_lease` counts it, so no holder is asked for.
 
     Args:
-        bucket, stream, consumer, holder, wait, poll, clock: as `acquire_lease`'s.
+        bucket, stream, consumer, wait, poll, clock: as `acquire_lease`'s.
         run_state: what Dagster knows of the holder's run, for the error (None: nothing).
         log: where a wait is reported, once when it starts.
 

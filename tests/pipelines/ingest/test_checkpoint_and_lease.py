@@ -127,18 +127,18 @@ def test_second_holder_fails_fast_with_lease_held_error_naming_the_holder(bucket
 def test_a_run_looks_at_the_lease_without_taking_it_and_says_what_dagster_knows(
     bucket, state, said
 ):
-    def look(holder: str, now=NOW, **options) -> None:
-        wait_for_lease(bucket, stream="S", consumer="c", holder=holder, clock=at(now), **options)
+    def look(now=NOW, **options) -> None:
+        wait_for_lease(bucket, stream="S", consumer="c", clock=at(now), **options)
 
-    look("run-b")  # free: nothing taken
+    look()  # free: nothing taken
     assert bucket.try_get(lease_key("S", "c")) is None
     take(bucket, "run-a", ttl=60)
-    look("run-b", now=NOW + dt.timedelta(seconds=61))  # expired
+    look(now=NOW + dt.timedelta(seconds=61))  # expired
     with pytest.raises(LeaseHeldError):
-        look("run-a")  # its own, not released: acquire_lease would refuse it too
+        look()  # held, whoever looks (run-a's own, not released: acquire_lease refuses it too)
 
     with pytest.raises(LeaseHeldError) as raised:
-        look("run-b", run_state=lambda run_id: state if run_id == "run-a" else "?")
+        look(run_state=lambda run_id: state if run_id == "run-a" else "?")
 
     assert raised.value.holder == "run-a" and said in str(raised.value)
 
