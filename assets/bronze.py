@@ -21,6 +21,7 @@ from dagster import (
 from pydantic import Field
 from pyspark.sql import SparkSession
 
+from assets.liveness import keep_run_alive
 from assets.nothing_new import finding_metadata
 from pipelines.ingest.bronze import BRONZE_SCHEMA
 from pipelines.ingest.engine import IngestResult
@@ -120,6 +121,8 @@ def build_bronze_asset(
     ) -> MaterializeResult:
         """Lands the consumer's next range in the bronze Delta table, exactly once; with
         nothing new (found without Spark), reports so without starting Spark."""
+        # First thing: from here the run says it is alive, so that its death is seen.
+        keep_run_alive(context.instance, context.run.run_id, spec.lease_ttl)
         landed = land(
             client=jetstream.get_client(),
             session=spark.get_session,

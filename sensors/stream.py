@@ -19,6 +19,7 @@ from dagster import (
     AssetKey,
     DagsterInstance,
     DagsterRunStatus,
+    RunRecord,
     RunRequest,
     RunsFilter,
     SensorDefinition,
@@ -28,10 +29,12 @@ from dagster import (
     sensor,
 )
 
-from assets.bronze import bronze_run_config
+from assets.bronze import bronze_asset_key, bronze_run_config
 from assets.follow import FOLLOW_TAG
+from assets.liveness import dead_runs
 from pipelines.ingest.checkpoint import Checkpoint, CheckpointStore
 from pipelines.ingest.engine import initial_checkpoint
+from pipelines.ingest.lease import LeaseValue, lease_key
 from pipelines.ingest.plan import StreamPosition, plan_range
 from pipelines.ingest.spec import IngestSpec
 from resources.jetstream import JetStreamClient, JetStreamResource, StreamState
@@ -238,6 +241,54 @@ def run_requests(
     return requests
 
 
+def settle_dead_runs(
+    context: SensorEvaluationContext,
+    records: Sequence[RunRecord],
+    jetstream: JetStreamResource,
+    *,
+    spec: IngestSpec,
+    options: StreamSensorOptions,
+) -> list[RunRecord]:
+    """Marks failed the runs among `records` whose process is gone (`assets.liveness`), so
+    that neither this sensor nor the run queue waits behind them; returns the others.
+
+    A run is judged dead only when it stopped saying it is alive *and* holds no unexpired
+    lease on the ingest (read from NATS only when a run looks dead by the first sign).
+    """
+    now = options.clock()
+    bronze = bronze_asset_key(spec, options.key_prefix)
+    grace = max(60.0, 2 * spec.lease_ttl)
+    if not dead_runs(records, now=now, lease=None, grace=grace, bronze=bronze):
+        return list(records)
+    try:
+        with tick_client(jetstream, options.tick_budget) as client:
+            entry = client.key_value(spec.checkpoint_bucket).try_get(
+                lease_key(spec.stream, spec.durable)
+            )
+    except BucketNotFoundError:
+        entry = None
+    except JetStreamError as error:  # cannot tell: judge nobody on this tick
+        context.log.warning(
+            f"cannot read the lease of {spec.stream}/{spec.durable} to judge runs that look "
+            f"dead ({error}); waiting for them this tick"
+        )
+        return list(records)
+    lease = None if entry is None else LeaseValue.from_json(entry.value)
+    dead = dead_runs(records, now=now, lease=lease, grace=grace, bronze=bronze)
+    sensor_name = options.sensor_name(spec)
+    for run in dead:
+        message = (
+            f"sensor {sensor_name!r} marks this run failed: {run.why} and holds no lease on "
+            f"{spec.stream}/{spec.durable}, so its process is gone (killed, or its machine "
+            "lost). The sensor recovers the range it planned, if it planned one, from its "
+            "next run."
+        )
+        context.instance.report_run_failed(run.record.dagster_run, message=message)
+        context.log.warning(f"run {run.run_id}: {message}")
+    gone = {run.run_id for run in dead}
+    return [record for record in records if record.dagster_run.run_id not in gone]
+
+
 def build_stream_sensor(
     *,
     spec: IngestSpec,
@@ -276,11 +327,13 @@ def build_stream_sensor(
     )
     def stream_sensor(context: SensorEvaluationContext, jetstream: JetStreamResource):
         cursor = StreamSensorCursor.decode(context.cursor, warn=context.log.warning)
-        active = context.instance.get_runs(
+        active = context.instance.get_run_records(
             RunsFilter(tags={INGEST_TAG: ingest_id}, statuses=UNFINISHED), limit=5
         )
         if active:
-            ids = ", ".join(run.run_id for run in active)
+            active = settle_dead_runs(context, active, jetstream, spec=spec, options=options)
+        if active:
+            ids = ", ".join(record.dagster_run.run_id for record in active)
             reason = f"a run of ingest {ingest_id!r} is queued or in progress ({ids}); waiting"
             return SensorResult(skip_reason=SkipReason(reason), cursor=cursor.to_json())
         try:

@@ -166,17 +166,34 @@ run_coordinator:
       - key: jsl/replay
         value: {applyLimitPerUniqueValue: true}
         limit: 1
+# Run monitoring: a run that never got going (its process died while it started) is marked
+# failed after start_timeout_seconds. A run killed while it works is the stream sensor's to
+# see (its `jsl/alive-until` tag stops moving): docs/operations.md.
+run_monitoring:
+  enabled: true
+  start_timeout_seconds: 180
+  cancel_timeout_seconds: 180
+  max_resume_run_attempts: 0
+  poll_interval_seconds: 30
 telemetry:
   enabled: false
 """
 
 
 def ensure_instance_config(dagster_home: Path) -> Path:
-    """Writes `dagster.yaml` in `dagster_home` unless one exists; returns its path."""
+    """Writes `dagster.yaml` in `dagster_home` unless one exists; returns its path. A file
+    this module wrote before run monitoring was in it gets that section added (a file
+    someone else wrote is left as it is)."""
     dagster_home.mkdir(parents=True, exist_ok=True)
     config = dagster_home / "dagster.yaml"
     if not config.exists():
         config.write_text(INSTANCE_YAML)
+        return config
+    text = config.read_text()
+    ours = text.startswith(INSTANCE_YAML.splitlines()[0])
+    if ours and "\nrun_monitoring:" not in text:
+        start = INSTANCE_YAML.index("# Run monitoring")
+        config.write_text(text + INSTANCE_YAML[start : INSTANCE_YAML.index("telemetry:")])
     return config
 
 

@@ -6,10 +6,19 @@ import socket
 from dataclasses import replace
 
 import pytest
-from dagster import AssetKey, AssetSelection, DagsterRunStatus, SensorResult, define_asset_job
+from dagster import (
+    AssetKey,
+    AssetSelection,
+    DagsterEventType,
+    DagsterRunStatus,
+    SensorResult,
+    define_asset_job,
+)
 
 from assets.bronze import bronze_run_config, build_bronze_asset
+from assets.liveness import ALIVE_TAG
 from pipelines.ingest.checkpoint import Checkpoint, CheckpointStore, SeqRange
+from pipelines.ingest.lease import lease_key
 from resources.jetstream import JetStreamResource
 from sensors import SensorTickError, StreamSensorOptions, build_stream_sensor
 from sensors.cursor import StreamSensorCursor
@@ -183,6 +192,55 @@ def test_queued_or_running_run_of_the_ingest_skips_the_tick(
     assert result.skip_reason.skip_message == (
         f"a run of ingest '{ingest.stream}:bronze' is queued or in progress ({run.run_id}); waiting"
     )
+
+
+def started_run_alive_until(instance, ingest, until: dt.datetime):
+    """A STARTED run of the ingest whose `jsl/alive-until` tag says `until`."""
+    run = record_run(instance, {"jsl/ingest": f"{ingest.stream}:bronze"}, DagsterRunStatus.STARTED)
+    instance.add_run_tags(run.run_id, {ALIVE_TAG: until.isoformat()})
+    return run
+
+
+def test_run_whose_process_stopped_saying_it_is_alive_is_marked_failed_and_its_range_recovered(
+    js, ingest, jetstream_resource, dagster_instance
+):
+    publish(js, ingest, 30)
+    run = started_run_alive_until(dagster_instance, ingest, NOW - dt.timedelta(seconds=1))
+    store = CheckpointStore(js.create_key_value(ingest.checkpoint_bucket_spec()))
+    planned = SeqRange.new(1, 10, run.run_id, NOW)
+    store.save(Checkpoint(ingest.stream, ingest.durable, committed_end=0, planned=planned))
+
+    result = tick(make_sensor(ingest, min_messages=100), dagster_instance, jetstream_resource)
+
+    [recovery] = result.run_requests
+    assert (recovery.tags["jsl/range"], recovery.tags["jsl/recovers-run"]) == ("1-10", run.run_id)
+    dead = dagster_instance.get_run_by_id(run.run_id)
+    assert dead.status == DagsterRunStatus.FAILURE
+    [failure] = dagster_instance.all_logs(run.run_id, of_type=DagsterEventType.RUN_FAILURE)
+    assert "marks this run failed: it last said it was alive until 11:59:59" in failure.message
+    assert f"holds no lease on {ingest.stream}/bronze" in failure.message
+
+
+def test_run_that_says_it_is_alive_or_still_holds_its_lease_is_waited_for(
+    js, ingest, jetstream_resource, dagster_instance
+):
+    publish(js, ingest, 5)
+    alive = started_run_alive_until(dagster_instance, ingest, NOW + dt.timedelta(seconds=20))
+    silent = started_run_alive_until(dagster_instance, ingest, NOW - dt.timedelta(seconds=20))
+    bucket = js.create_key_value(ingest.checkpoint_bucket_spec())
+    bucket.put(
+        lease_key(ingest.stream, ingest.durable),
+        json.dumps(
+            {"holder": silent.run_id, "expires_at": (NOW + dt.timedelta(seconds=5)).isoformat()}
+        ).encode(),
+    )
+
+    result = tick(make_sensor(ingest), dagster_instance, jetstream_resource)
+
+    assert not result.run_requests
+    assert "is queued or in progress" in result.skip_reason.skip_message
+    for run in (alive, silent):
+        assert dagster_instance.get_run_by_id(run.run_id).status == DagsterRunStatus.STARTED
 
 
 def test_run_of_another_ingest_does_not_hold_this_one_back(

@@ -1,0 +1,143 @@
+"""A run's liveness, so that a run whose process died is seen as dead.
+
+Dagster's default run launcher cannot tell whether a run's process is still there, and a
+`dagster job execute` run has no launcher at all: a run killed with SIGKILL stays STARTED
+for ever, and the run queue and the stream sensor would wait behind it for ever. So a run
+of an ingest says it is alive: its bronze step starts `keep_run_alive`, a daemon thread
+that sets the run's tag `jsl/alive-until` to "now + TTL" every third of the TTL until
+Dagster has the run finished (or the process ends). The stream sensor reads the tag:
+a run whose tag has passed, and which holds no unexpired lease on the ingest, is dead, and
+the sensor marks it failed (`dead_runs`, `sensors.stream`) before it recovers its range.
+
+The tag lives in Dagster's run storage, beside the run's status: no key to clean up
+anywhere, and the UI shows it on the run's page.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import logging
+import threading
+import time
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+
+from dagster import AssetKey, DagsterInstance, DagsterRunStatus, RunRecord
+
+from pipelines.ingest.lease import LeaseValue, utc_now
+
+log = logging.getLogger(__name__)
+
+ALIVE_TAG = "jsl/alive-until"  # ISO time until which the run's process is known alive
+
+# Statuses in which a run's own process works; a queued run waits for the queue, and a
+# starting one is Dagster's run monitoring's to time out (`start_timeout_seconds`).
+WORKING = (DagsterRunStatus.STARTED, DagsterRunStatus.CANCELING)
+
+_beating: dict[str, threading.Thread] = {}  # run id -> its heartbeat thread, in this process
+_beating_lock = threading.Lock()
+
+
+def keep_run_alive(
+    instance: DagsterInstance, run_id: str, ttl: float, *, clock: Callable = utc_now
+) -> None:
+    """Marks the run alive for `ttl` seconds now, and again every `ttl / 3` seconds from a
+    daemon thread until Dagster has the run finished. Calling it again for the same run in
+    the same process does nothing more. A failed update is logged and retried at the next
+    beat; after a whole TTL without one the thread gives up (the run then looks dead, as it
+    would if its process had died, which is the safe side: its lease still guards its work).
+    """
+    with _beating_lock:
+        thread = _beating.get(run_id)
+        if thread is not None and thread.is_alive():
+            return
+        _beat(instance, run_id, ttl, clock)
+        thread = threading.Thread(
+            target=_beat_until_finished,
+            args=(instance, run_id, ttl, clock),
+            name=f"alive-{run_id[:8]}",
+            daemon=True,
+        )
+        _beating[run_id] = thread
+        thread.start()
+
+
+def _beat(instance: DagsterInstance, run_id: str, ttl: float, clock: Callable) -> bool:
+    """Sets the run's tag; False once Dagster has the run finished (or has no such run)."""
+    run = instance.get_run_by_id(run_id)
+    if run is None or run.is_finished:
+        return False
+    until = clock() + dt.timedelta(seconds=ttl)
+    instance.add_run_tags(run_id, {ALIVE_TAG: until.isoformat()})
+    return True
+
+
+def _beat_until_finished(instance: DagsterInstance, run_id: str, ttl: float, clock) -> None:
+    last_beat = time.monotonic()
+    while True:
+        time.sleep(ttl / 3)
+        try:
+            if not _beat(instance, run_id, ttl, clock):
+                break
+            last_beat = time.monotonic()
+        except Exception as error:  # the instance's storage, whatever fails there
+            log.warning("could not mark run %r alive: %s", run_id, error)
+            if time.monotonic() - last_beat >= ttl:
+                break
+    with _beating_lock:
+        _beating.pop(run_id, None)
+
+
+def alive_until(record: RunRecord) -> dt.datetime | None:
+    """Until when the run said it is alive (None: it never did)."""
+    value = record.dagster_run.tags.get(ALIVE_TAG)
+    return dt.datetime.fromisoformat(value) if value else None
+
+
+@dataclass(frozen=True)
+class DeadRun:
+    """A run Dagster has as working whose process is gone, and why that is known."""
+
+    record: RunRecord
+    why: str
+
+    @property
+    def run_id(self) -> str:
+        return self.record.dagster_run.run_id
+
+
+def dead_runs(
+    records: Iterable[RunRecord],
+    *,
+    now: dt.datetime,
+    lease: LeaseValue | None,
+    grace: float,
+    bronze: AssetKey,
+) -> list[DeadRun]:
+    """The runs among `records` whose process is gone.
+
+    A working run (STARTED or CANCELING) is dead when it holds no unexpired `lease` (the
+    ingest's) and either its `jsl/alive-until` tag has passed, or it never set the tag
+    although it started more than `grace` seconds ago and its selection includes the
+    ingest's `bronze` asset (whose step sets it first thing; a run without that step is
+    never judged by its silence). Other statuses are never judged here.
+    """
+    dead = []
+    for record in records:
+        run = record.dagster_run
+        if run.status not in WORKING:
+            continue
+        if lease is not None and lease.holder == run.run_id and lease.expires_at > now:
+            continue  # its lease is the stronger sign: it renewed that within a TTL
+        until = alive_until(record)
+        if until is not None:
+            if until <= now:
+                dead.append(DeadRun(record, f"it last said it was alive until {until:%H:%M:%S}"))
+            continue
+        started = record.start_time
+        selected = run.asset_selection is None or bronze in run.asset_selection
+        if selected and started is not None and now.timestamp() - started > grace:
+            dead.append(
+                DeadRun(record, f"it never said it was alive in the {grace:.0f} s after it began")
+            )
+    return dead
