@@ -11,7 +11,8 @@ a release that still fails is logged, never raised over the run's own outcome.
 
 `wait_for_lease` looks without taking: a run checks it before it starts Spark, so a run that
 cannot ingest learns it in a moment, with no JVM started, and its error says what Dagster
-knows of the holder's run (`RunState`).
+knows of the holder's run (`RunState`). A holder Dagster has as over is waited out until its
+lease lapses, so a run that recovers a killed run's range right after the kill lands it.
 """
 
 from __future__ import annotations
@@ -190,11 +191,19 @@ def wait_for_lease(
     """Returns once the ingest's lease is free or expired, without taking it (`acquire_lease`
     takes it after, and may wait its own `wait` if another run took it in between): a run
     looks before it starts Spark. A lease held by the looking run itself (a release that
-    failed) counts as held, as `acquire_lease` counts it, so no holder is asked for.
+    failed) counts as held, as `acquire_lease` counts it.
+
+    A holder whose run Dagster has as over (SUCCESS, FAILURE, CANCELED: a killed run the
+    sensor or the code server marked failed) cannot renew its lease, so the run waits for
+    it to lapse (at most the holder's TTL), however short `wait` is: a recovery requested
+    right after a kill lands instead of failing. The lease is never taken before it lapses,
+    since a holder that renewed it right before a write (`LeaseKeeper.fence`) counts on a
+    whole TTL, and Dagster may have a run as failed whose process still works.
 
     Args:
         bucket, stream, consumer, wait, poll, clock: as `acquire_lease`'s.
-        run_state: what Dagster knows of the holder's run, for the error (None: nothing).
+        run_state: what Dagster knows of the holder's run, for the wait and the error (None:
+            nothing).
         log: where a wait is reported, once when it starts.
 
     Raises:
@@ -203,12 +212,27 @@ def wait_for_lease(
             unknown.
     """
     deadline = time.monotonic() + wait
+    looked_up: str | None = None  # the holder whose run was looked up in Dagster
     reported = False
     while True:
         entry = bucket.try_get(lease_key(stream, consumer))
         current = None if entry is None else LeaseValue.from_json(entry.value)
-        if current is None or current.expires_at <= clock():
+        now = clock()
+        if current is None or current.expires_at <= now:
             return
+        if run_state is not None and looked_up != current.holder:
+            looked_up = current.holder
+            state = _state_of(current.holder, run_state)
+            if state in _OVER:  # its process is gone: the lease lapses by itself, soon
+                left = (current.expires_at - now).total_seconds()
+                deadline = max(deadline, time.monotonic() + left + poll)
+                if log is not None:
+                    log.info(
+                        f"{stream}/{consumer}: run {current.holder!r} is {state} but its lease "
+                        f"holds until {current.expires_at.isoformat()}; waiting {left:.0f} s "
+                        "for it to lapse"
+                    )
+                    reported = True
         if time.monotonic() >= deadline:
             raise _held(current, stream, consumer, _holder_known(current.holder, run_state))
         if log is not None and not reported:
@@ -220,6 +244,15 @@ def wait_for_lease(
         time.sleep(poll)
 
 
+def _state_of(holder: str, run_state: RunState) -> str | None:
+    """The holder's run status as Dagster has it; None if unknown or the lookup failed."""
+    try:
+        return run_state(holder)
+    except Exception as error:  # the instance's storage, whatever fails there
+        log.warning("could not look run %r up in Dagster: %s", holder, error)
+        return None
+
+
 def _holder_known(holder: str, run_state: RunState | None) -> str:
     """What the error says of the holder's run, as Dagster knows it (nothing if it cannot
     tell: the error is the lease's, not the instance's)."""
@@ -227,15 +260,15 @@ def _holder_known(holder: str, run_state: RunState | None) -> str:
         return ""
     try:
         state = run_state(holder)
-    except Exception as error:  # the instance's storage, whatever fails there
-        log.warning("could not look run %r up in Dagster: %s", holder, error)
+    except Exception:  # the instance's storage, whatever fails there (`_state_of` logged it)
         return ""
     if state is None:
         return " Dagster here has no such run (another instance, or a jsl command, holds it)."
-    if state in _OVER:
+    if state in _OVER:  # waited out until its lease lapsed, which it did not
         return (
-            f" Dagster has that run as {state}: it is over, and its lease lapses by itself "
-            "at that time; run again then, and the run finishes its range first."
+            f" Dagster has that run as {state}, yet its lease was renewed since: its "
+            "process still works (marked failed from outside). Stop that process, or wait "
+            "for it."
         )
     return (
         f" Dagster has that run as {state}: it is working, or its process died unseen "

@@ -29,6 +29,11 @@ run_queue:
     - key: jsl/ingest
       value: {applyLimitPerUniqueValue: true}
       limit: 1
+run_monitoring:
+  enabled: true
+  start_timeout_seconds: 180
+  max_resume_run_attempts: 0
+  poll_interval_seconds: 5
 run_launcher:
   module: dagster.core.launcher
   class: DefaultRunLauncher
@@ -120,8 +125,9 @@ def wait_for_runs(instance, daemon, log, spark, ingest, table_root, published):
 
 
 def landed(spark, path: Path) -> list[int]:
-    """The sequences in the bronze table at `path`, sorted ([] before it exists)."""
-    if not (path / "_delta_log").exists():
+    """The sequences in the bronze table at `path`, sorted ([] before its first commit: a
+    killed run may leave an empty `_delta_log`)."""
+    if not any((path / "_delta_log").glob("*.json")):
         return []
     rows = spark.read.format("delta").load(str(path)).select("seq").collect()
     return sorted(row.seq for row in rows)

@@ -4,12 +4,13 @@ from __future__ import annotations
 
 import datetime as dt
 import json
+import logging
 
 import pytest
 
 from pipelines.ingest.checkpoint import Checkpoint, CheckpointStore, SeqRange, checkpoint_key
 from pipelines.ingest.errors import CheckpointConflictError, LeaseHeldError, LeaseLostError
-from pipelines.ingest.lease import acquire_lease, lease_key, wait_for_lease
+from pipelines.ingest.lease import LeaseValue, acquire_lease, lease_key, wait_for_lease
 from resources.jetstream import KeyValueBucket, KeyValueSpec
 
 NOW = dt.datetime(2026, 11, 21, 12, 0, tzinfo=dt.UTC)
@@ -119,7 +120,7 @@ def test_second_holder_fails_fast_with_lease_held_error_naming_the_holder(bucket
 @pytest.mark.parametrize(
     ("state", "said"),
     [
-        ("FAILURE", "Dagster has that run as FAILURE: it is over, and its lease lapses"),
+        ("FAILURE", "Dagster has that run as FAILURE, yet its lease was renewed since"),
         ("STARTED", "Dagster has that run as STARTED: it is working, or its process died"),
         (None, "Dagster here has no such run"),
     ],
@@ -132,8 +133,10 @@ def test_a_run_looks_at_the_lease_without_taking_it_and_says_what_dagster_knows(
 
     look()  # free: nothing taken
     assert bucket.try_get(lease_key("S", "c")) is None
-    take(bucket, "run-a", ttl=60)
-    look(now=NOW + dt.timedelta(seconds=61))  # expired
+    # A short TTL: a run Dagster has as over is waited out until its lease lapses, which the
+    # stopped clock never sees, so the look fails after the lease's 0.3 s.
+    take(bucket, "run-a", ttl=0.3)
+    look(now=NOW + dt.timedelta(seconds=1))  # expired
     with pytest.raises(LeaseHeldError):
         look()  # held, whoever looks (run-a's own, not released: acquire_lease refuses it too)
 
@@ -141,6 +144,27 @@ def test_a_run_looks_at_the_lease_without_taking_it_and_says_what_dagster_knows(
         look(run_state=lambda run_id: state if run_id == "run-a" else "?")
 
     assert raised.value.holder == "run-a" and said in str(raised.value)
+
+
+def test_a_lease_whose_holder_dagster_has_as_over_is_waited_out_however_short_the_wait(
+    bucket, caplog
+):
+    """A killed run marked failed cannot renew: its lease lapses within its TTL, so the run
+    recovering its range waits for that rather than failing (and never takes it earlier)."""
+    acquire_lease(bucket, stream="S", consumer="c", holder="killed-run", ttl=1.5)
+    logger = logging.getLogger("test-lease")
+
+    with caplog.at_level(logging.INFO, logger="test-lease"):
+        wait_for_lease(
+            bucket, stream="S", consumer="c", wait=0, run_state=lambda _: "FAILURE", log=logger
+        )
+
+    held = LeaseValue.from_json(bucket.get(lease_key("S", "c")).value)
+    assert held.expires_at <= dt.datetime.now(dt.UTC)  # it lapsed; nobody took it early
+    assert "run 'killed-run' is FAILURE but its lease holds until" in caplog.text
+    acquire_lease(bucket, stream="S", consumer="c", holder="run-b", ttl=60)
+    with pytest.raises(LeaseHeldError):  # a working holder's lease is refused at once
+        wait_for_lease(bucket, stream="S", consumer="c", run_state=lambda _: "STARTED")
 
 
 def test_released_lease_can_be_taken_at_once(bucket):
