@@ -7,8 +7,8 @@ value beside it (`<column>__latest`, the row's publish time plus the skew). One 
 per rule and column, tagged with the rule, so a rule's asset check (or `field_rules`, for each
 of its rules) reads its verdict from the expectations that carry the rule's name (`rule_outcomes`):
 
-    required_fields_present   ExpectColumnValuesToNotBeNull, one per required column (a
-                              mistyped value is null in its typed column, so it counts too)
+    required_fields_present   ExpectColumnValuesToNotBeNull, one per required field, on its
+                              presence (`<column>__present`), not its typed value
     event_id_unique           ExpectColumnValuesToBeUnique on the event id (within the batch;
                               copies of rows already in silver are the pipeline's to catch)
     range                     ExpectColumnValuesToBeBetween (strict_min / strict_max for
@@ -18,6 +18,18 @@ of its rules) reads its verdict from the expectations that carry the rule's name
     min_length, max_length    ExpectColumnValueLengthsToBeBetween
     format                    ExpectColumnValuesToMatchRegex (date-time and date by shape)
     not_in_future             ExpectColumnPairValuesAToBeGreaterThanB(latest >= value)
+
+Each not-null expectation reads a required field's presence as the stage judged it
+(`pipelines.silver.parse` tells a missing field from a mistyped one; the typed column, null
+for both, cannot): `<column>__present` is null where the row breaks `required_fields_present`
+and the field's value is null while no struct around it is, else true. So a mistyped value
+breaks `field_types_valid` only, and a row missing a nullable required field (whose JSON null
+is a value; its expectation is `<column>_present`) breaks the rule in GX as in the stage. The
+candidates say which rows break the rule, not which of their fields are missing: in such a
+row any other required field that is null (mistyped, or a nullable one's null) counts too, so
+the rule's rows are the stage's and its unexpected values may be more. The other
+expectations read the typed values and skip nulls: a missing or mistyped value breaks none
+of them.
 
 GX has no expectation for the others (multiple_of, min_items, max_items, unique_items,
 min_properties, max_properties, a constraint on each element of an array or on a member of
@@ -61,6 +73,8 @@ from pipelines.silver.rule_columns import (
 )
 from resources.quality import QualityCheck, QualitySuite, ValidationReport
 
+_FAILED_RULES = "failed_rules"  # the candidates' column: every rule the row broke
+
 # GX checks the shape of an ISO-8601 date-time with a zone; the stage parses it.
 DATE_TIME_SHAPE = r"^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}(:\d{2}(\.\d+)?)?(Z|[+-]\d{2}:?\d{2})\z"
 
@@ -83,16 +97,26 @@ def _spots(event: EventType) -> dict[str, layout.Spot]:
     return {spot.path: spot for spot in layout.spots(event.fields)}
 
 
+def present_name(column: str) -> str:
+    """The expectation frame's presence column of a required (dotted) column path:
+    `address.zip` -> `address__zip__present`."""
+    return f"{flat_name(column)}__present"
+
+
 def _required(event: EventType) -> list[layout.Spot]:
-    """Required fields whose enclosing structs are required too (else null is allowed)."""
-    by_path = _spots(event)
-    return [
-        spot
-        for spot in by_path.values()
-        if spot.field.required
-        and not spot.field.nullable  # present but null is a value for a nullable field
-        and all(by_path[s].field.required for s in spot.structs)
-    ]
+    """The required fields, struct members included (judged where their struct is there)."""
+    return [spot for spot in layout.spots(event.fields) if spot.field.required]
+
+
+def _presence(spot: layout.Spot, spots: dict[str, layout.Spot]) -> Column:
+    """Null where the stage found `spot`'s field missing, else true (see the module
+    docstring): its value is null in a row breaking `required_fields_present`, and no
+    struct around it is null (a member of an absent struct is not missing, its struct is)."""
+    broke = F.array_contains(F.col(_FAILED_RULES), builtin.REQUIRED_FIELDS_PRESENT)
+    missing = broke & _value(spot.column).isNull()
+    for struct in spot.structs:
+        missing = missing & _value(spots[struct].column).isNotNull()
+    return F.when(~missing, F.lit(True))
 
 
 def _rules_of(contract: Contract, event: EventType) -> list[Rule]:
@@ -103,18 +127,20 @@ def expectation_frame(candidates: DataFrame, contract: Contract, event: EventTyp
     """The columns the suite of `event` checks, flat, from its candidates.
 
     Args:
-        candidates: `SilverBatch.candidates[event.name]` (its columns and `published`).
+        candidates: `SilverBatch.candidates[event.name]` (its columns, `published` and
+            `failed_rules`).
         contract: the stream's event contract.
         event: the event type.
 
     Returns:
-        One column per checked field (`flat_name`), and `<column>__latest` per `not_in_future`
-        field.
+        `<column>__present` per required field (`present_name`), one column per field a
+        constraint or the event id checks (`flat_name`), and `<column>__latest` per
+        `not_in_future` field.
     """
     spots = _spots(event)
     columns: dict[str, Column] = {}
     for spot in _required(event):
-        columns[flat_name(spot.column)] = _value(spot.column)
+        columns[present_name(spot.column)] = _presence(spot, spots)
     id_field = layout.id_field(contract, event)
     if id_field is not None:
         columns[flat_name(id_field.column)] = _value(id_field.column)
@@ -152,17 +178,7 @@ def contract_suite(
     for rule in _rules_of(contract, event):
         critical = rule.severity.blocks
         if rule.name == builtin.REQUIRED_FIELDS_PRESENT:
-            checks += [
-                QualityCheck(
-                    name=f"{flat_name(spot.column)}_not_null",
-                    rule=rule.name,
-                    description=f"{spot.path} is present, not null and of its declared type.",
-                    critical=critical,
-                    expectation="ExpectColumnValuesToNotBeNull",
-                    kwargs={"column": flat_name(spot.column), "mostly": mostly},
-                )
-                for spot in _required(event)
-            ]
+            checks += [_presence_check(spot, rule, critical, mostly) for spot in _required(event)]
         elif rule.name == builtin.EVENT_ID_UNIQUE:
             column = flat_name(layout.id_field(contract, event).column)
             checks.append(
@@ -195,6 +211,22 @@ def contract_suite(
     if not checks:
         return None
     return QualitySuite(name=event.table, checks=tuple(checks))
+
+
+def _presence_check(spot: layout.Spot, rule: Rule, critical: bool, mostly: float) -> QualityCheck:
+    """`required_fields_present`'s expectation on one field's presence column: named
+    `<column>_not_null`, or `<column>_present` for a nullable field (JSON null is a value)."""
+    column = flat_name(spot.column)
+    nullable = spot.field.nullable
+    return QualityCheck(
+        name=f"{column}_present" if nullable else f"{column}_not_null",
+        rule=rule.name,
+        description=f"{spot.path} is present"
+        + (" (JSON null is a value)." if nullable else " and not null."),
+        critical=critical,
+        expectation="ExpectColumnValuesToNotBeNull",
+        kwargs={"column": present_name(spot.column), "mostly": mostly},
+    )
 
 
 def _constraint(rule: Rule, column: str) -> tuple[str, dict[str, Any]] | None:

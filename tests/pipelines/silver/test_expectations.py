@@ -31,7 +31,7 @@ def test_the_order_placed_suite_has_one_expectation_per_rule_and_column() -> Non
     assert found["customer_id_not_null"] == (
         "required_fields_present",
         "ExpectColumnValuesToNotBeNull",
-        {"column": "customer_id", "mostly": 1.0},
+        {"column": "customer_id__present", "mostly": 1.0},
     )
     assert found["event_id_unique"][:2] == ("event_id_unique", "ExpectColumnValuesToBeUnique")
     assert found["amount_in_range"] == (
@@ -104,8 +104,8 @@ def test_each_expectation_finds_the_rows_the_stage_flagged_for_its_rule(
                 assert outcomes[rule]["unexpected"] == result.failures[event][rule], (event, rule)
     assert shipped["shipped_at_not_in_future"]["unexpected"] == 2
     assert result.failures["OrderShipped"]["shipped_at_not_in_future"] == 2
-    # A typed column is null when its field is missing (2 rows) or mistyped (2 rows).
-    assert placed["required_fields_present"]["unexpected"] == 4
+    # Missing fields only (2 rows): a mistyped value (2 rows) is field_types_valid's.
+    assert placed["required_fields_present"]["unexpected"] == 2
     assert result.failures["OrderPlaced"]["required_fields_present"] == 2
     # GX counts every row of a repeated id, the first one included; the stage the copies.
     assert placed["event_id_unique"]["unexpected"] == 4

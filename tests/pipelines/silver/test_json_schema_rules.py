@@ -252,5 +252,7 @@ def test_the_great_expectations_suite_checks_what_gx_can_and_leaves_the_rest_to_
     assert not {
         "qty_multiple_of", "tags_unique_items", "tags_each_min_length", "lines_each_qty_in_range"
     } & set(checks)  # fmt: skip
-    not_null = {c.kwargs["column"] for c in suite.checks if c.rule == "required_fields_present"}
-    assert not_null == {"id", "kind", "name", "qty"}  # note may be null
+    present = {c.name for c in suite.checks if c.rule == "required_fields_present"}
+    assert present == {"id_not_null", "kind_not_null", "name_not_null", "qty_not_null",
+                       "note_present"}  # fmt: skip
+    assert "JSON null is a value" in suite.check("note_present").description  # note may be null
