@@ -213,6 +213,12 @@ def land(
     if result.start is None:
         log.info(f"{spec.stream}/{spec.durable}: nothing new")
     else:
+        if result.recovered_from:
+            log.warning(
+                f"{spec.stream}/{spec.durable}: recovery of range {result.start}-{result.end}, "
+                f"which run {result.recovered_from!r} planned and left when it stopped "
+                "part-way; this run finishes it, exactly once"
+            )
         log.info(
             f"{spec.table}: range {result.start}-{result.end}, {result.messages} messages "
             f"(Delta v{result.delta_version}"

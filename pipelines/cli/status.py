@@ -96,6 +96,7 @@ class IngestStatus:
     last_run_id: str | None
     last_run_at: str | None
     last_run_range: tuple[int, int] | None  # None: not in the checkpoint's kept history
+    last_recovered_by: str | None  # the run that finished the last run's range after it stopped
     planned: tuple[int, int] | None
     planned_run_id: str | None
     gaps: tuple[tuple[int, int], ...]  # ranges the stream dropped unread (on_data_loss="skip")
@@ -267,6 +268,7 @@ def _ingest(
         last_run_id=point.committed_run_id,
         last_run_at=point.committed_at,
         last_run_range=_last_run_range(bucket, point),
+        last_recovered_by=point.recovered_by,
         planned=(planned.start, planned.end) if planned else None,
         planned_run_id=planned.run_id if planned else None,
         gaps=tuple((gap.start, gap.end) for gap in point.gaps),

@@ -53,6 +53,7 @@ class Checkpoint:
     committed_version: int | None = None
     committed_run_id: str | None = None
     committed_at: str | None = None
+    recovered_by: str | None = None  # the run that committed a range another run planned
     planned: SeqRange | None = None
     gaps: tuple[SeqRange, ...] = ()
     revision: int | None = field(default=None, compare=False)  # the KV revision it was read at
@@ -68,6 +69,7 @@ class Checkpoint:
                     "delta_version": self.committed_version,
                     "run_id": self.committed_run_id,
                     "at": self.committed_at,
+                    "recovered_by": self.recovered_by,
                 },
                 "planned": _range_json(self.planned),
                 "gaps": [_range_json(g) for g in self.gaps],
@@ -86,6 +88,7 @@ class Checkpoint:
             committed_version=committed.get("delta_version"),
             committed_run_id=committed.get("run_id"),
             committed_at=committed.get("at"),
+            recovered_by=committed.get("recovered_by"),
             planned=_range(doc.get("planned")),
             gaps=tuple(_range(g) for g in doc.get("gaps") or ()),
             revision=revision,
@@ -101,14 +104,18 @@ class Checkpoint:
         gap: SeqRange | None,
         *,
         now: dt.datetime,
+        by: str | None = None,
     ) -> Checkpoint:
-        """The checkpoint after `planned` is committed at `now` (recording `gap`, if any)."""
+        """The checkpoint after `planned` is committed at `now` (recording `gap`, if any) by
+        run `by`: when that is not the run that planned it, the commit finished a range a
+        stopped run left, and `recovered_by` says so."""
         return replace(
             self,
             committed_end=planned.end,
             committed_version=delta_version,
             committed_run_id=planned.run_id,
             committed_at=now.astimezone(dt.UTC).isoformat(),
+            recovered_by=by if by and by != planned.run_id else None,
             planned=None,
             gaps=self.gaps + ((gap,) if gap else ()),
         )

@@ -75,6 +75,7 @@ def run_durable_ingest(
                     committed_version=version,
                     committed_run_id=run_id,
                     committed_at=clock().isoformat(),
+                    recovered_by=None,  # redelivery, not a planned range, recovers here
                 )
             )
             hook("checkpoint_marked")

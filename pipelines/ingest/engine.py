@@ -221,7 +221,9 @@ class IngestRun:
             gap_range = SeqRange.new(*gap, self.run_id, self.clock()) if gap else None
             keeper.check()
             self.store.save(
-                checkpoint.with_commit(planned, outcome.version, gap_range, now=self.clock())
+                checkpoint.with_commit(
+                    planned, outcome.version, gap_range, now=self.clock(), by=self.run_id
+                )
             )
             self.hook("checkpoint_marked")
             return self._result(

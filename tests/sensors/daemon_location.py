@@ -3,7 +3,8 @@
 Read from the environment the test sets: `JSL_TEST_NATS_URL` (the session's nats-server),
 `JSL_TEST_STREAM` (a stream the test created, with a durable consumer `bronze`) and
 `JSL_TEST_TABLE_ROOT` (where the bronze table goes). Optional: `JSL_TEST_LEASE_TTL` (the
-ingest's lease TTL, default 30 s) and `JSL_TEST_KILL_ARMED`, a file: while it exists, the next
+ingest's lease TTL, default 30 s), `JSL_TEST_SENSOR_INTERVAL` (seconds between the sensor's
+ticks, default 1) and `JSL_TEST_KILL_ARMED`, a file: while it exists, the next
 run to plan a range deletes it and SIGKILLs its own process there (`test_daemon_recovery.py`).
 """
 
@@ -76,7 +77,8 @@ defs = Definitions(
             spec=INGEST,
             job=ingest_job,
             options=StreamSensorOptions(
-                minimum_interval_seconds=1, default_status=DefaultSensorStatus.RUNNING
+                minimum_interval_seconds=int(os.environ.get("JSL_TEST_SENSOR_INTERVAL", "1")),
+                default_status=DefaultSensorStatus.RUNNING,
             ),
         )
     ],

@@ -212,7 +212,8 @@ def _last_run(i: status.IngestStatus) -> str:
     if i.last_run_id is None:
         return "-"
     span = f"{i.last_run_range[0]}-{i.last_run_range[1]}" if i.last_run_range else "?"
-    return f"{span} {_run(i.last_run_id)} {_time(i.last_run_at)}"
+    recovered = f", recovered by {_run(i.last_recovered_by)}" if i.last_recovered_by else ""
+    return f"{span} {_run(i.last_run_id)} {_time(i.last_run_at)}{recovered}"
 
 
 def _lease(lease: status.LeaseStatus | None) -> str:

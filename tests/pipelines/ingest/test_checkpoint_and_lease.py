@@ -62,6 +62,19 @@ def test_marking_a_plan_committed_moves_the_position_and_clears_the_plan(bucket)
 
     loaded = store.load("S", "c")
     assert (loaded.committed_end, loaded.committed_version, loaded.planned) == (100, 0, None)
+    assert (loaded.committed_run_id, loaded.recovered_by) == ("run-1", None)
+
+
+def test_a_commit_by_another_run_than_the_planner_records_the_recovery(bucket):
+    store = CheckpointStore(bucket)
+    planned = SeqRange.new(1, 100, "killed-run", NOW)
+    saved = store.save(Checkpoint("S", "c").with_plan(planned))
+
+    store.save(saved.with_commit(planned, 0, None, now=NOW, by="recovering-run"))
+
+    loaded = store.load("S", "c")
+    assert (loaded.committed_run_id, loaded.recovered_by) == ("killed-run", "recovering-run")
+    assert loaded.with_commit(planned, 1, None, now=NOW, by="killed-run").recovered_by is None
 
 
 def test_saving_a_checkpoint_read_before_another_write_raises_checkpoint_conflict(bucket):

@@ -243,7 +243,9 @@ def crash_after_planning(step: str) -> None:
         raise Crash(step)
 
 
-def test_a_run_stopped_after_planning_shows_its_planned_range(bare_server, spark, tmp_path, capsys):
+def test_a_run_stopped_after_planning_shows_its_planned_range_then_its_recovery(
+    bare_server, spark, tmp_path, capsys
+):
     with JetStreamResource(servers=bare_server).client() as js:
         reconcile(js, FILE_TRASH_TOPOLOGY)
         publish_events(js, generate_event_mix(12, now=NOW, seed=8))
@@ -271,3 +273,22 @@ def test_a_run_stopped_after_planning_shows_its_planned_range(bare_server, spark
     assert (bronze["ack_floor"], bronze["pending"]) == (0, 12)
     assert bronze["lease"] is None  # a run that raises still releases its lease
     assert "planned 1-12 by run-that" in text
+
+    # The next run finishes that range: the status says it was a recovery, and by whom.
+    with JetStreamResource(servers=bare_server).client() as js:
+        ingest(
+            js,
+            spark,
+            BRONZE_FILE_EVENTS,
+            str(tmp_path / "bronze"),
+            checkpoints=js.key_value(CHECKPOINTS.bucket),
+            run_id="run-recovering",
+        )
+    bronze = by(status_json(bare_server, capsys)["ingests"], "name")["file_events"]
+    assert (bronze["checkpoint"], bronze["last_run_range"]) == ("committed", [1, 12])
+    assert (bronze["last_run_id"], bronze["last_recovered_by"]) == (
+        "run-that-stopped",
+        "run-recovering",
+    )
+    assert status.run(parse("--nats-url", bare_server)) == 0
+    assert ", recovered by run-reco" in capsys.readouterr().out
