@@ -37,12 +37,14 @@ out: a blocking check without a result does not hold the next step of the run (D
 proceeds "without gating on it"), and declarative automation's
 `all_deps_blocking_checks_passed` counts only the checks of the latest materialisation, so
 leaving them out would let gold take a batch that failed a blocking check, and hold it
-after one that passed (docs/lakehouse.md, "A stage with nothing new").
+after one that passed (docs/lakehouse.md, "A stage with nothing new"). A retry or rebuild
+that changes a table (`pipelines.wiring.rejudge_job`) reports its checks carried over the same
+way (`carried_over_evaluations`), for the same reason.
 """
 
 import datetime as dt
 import time
-from collections.abc import Iterator
+from collections.abc import Collection, Iterator, Mapping
 from dataclasses import dataclass
 
 from dagster import (
@@ -73,8 +75,8 @@ from pipelines.contract.rules import FIELD_RULES, SCHEMA_VALID
 from pipelines.ingest.spec import IngestSpec
 from pipelines.lakehouse.artifacts import ARTIFACTS_BUCKET, StoredArtifact
 from pipelines.lakehouse.delta_log import TableFiles
-from pipelines.lakehouse.delta_tables import table_rows, table_version
-from pipelines.lakehouse.watermarks import WatermarkConflictError, WatermarkStore
+from pipelines.lakehouse.delta_tables import MergeOutcome, table_rows, table_version
+from pipelines.lakehouse.watermarks import Watermark, WatermarkConflictError, WatermarkStore
 from pipelines.silver.artifacts import store_silver_artifacts
 from pipelines.silver.evolution import OnSchemaChange
 from pipelines.silver.expectations import recorded_outcomes
@@ -542,6 +544,53 @@ def _check_results(
             check, keys, result, failing=failing, rows=rows, verdicts=verdicts, mostly=mostly,
             extra=extra,
         )  # fmt: skip
+
+
+def carried_over_evaluations(
+    contract: Contract,
+    tables: Mapping[str, str],
+    watermark: Watermark,
+    *,
+    mostly: float,
+    targets: Collection[str],
+) -> list[AssetCheckEvaluation]:
+    """The checks of `targets`' tables as a silver run with nothing new reports them: the
+    verdicts recorded with `watermark` by the batch the tables last took in, marked as
+    carried over.
+
+    A retry or rebuild that changed a table reports them with its materialisation: gold's
+    `all_deps_blocking_checks_passed` counts only the checks of a table's latest
+    materialisation, so without them gold would wait for silver's next batch, and with them
+    it finds the blocking checks as they were before.
+
+    Args:
+        contract: the stream's contract (its checks are the silver asset's).
+        tables: check target (event type name, or QUARANTINE) -> its table.
+        watermark: the stage's watermark.
+        mostly: the silver asset's `mostly`.
+        targets: the check targets whose checks to report.
+
+    Returns:
+        One evaluation per check of `targets` with a recorded verdict (a rule added since
+        the batch has none, as in a run with nothing new).
+    """
+    keys = {target: AssetKey(table.split("/")) for target, table in tables.items()}
+    checks = [check for check in rule_checks(contract) if check.target in targets]
+    blocking = {(keys[c.target], c.name): c.blocking for c in checks}
+    nothing = MergeOutcome(0, None)
+    idle = ContractSilverResult(None, None, None, 0, {}, nothing, watermark=watermark)
+    return [
+        AssetCheckEvaluation(
+            asset_key=result.asset_key,
+            check_name=result.check_name,
+            passed=result.passed,
+            metadata=result.metadata,
+            severity=result.severity,
+            description=result.description,
+            blocking=blocking[result.asset_key, result.check_name],
+        )
+        for result in _check_results(checks, keys, idle, mostly)
+    ]
 
 
 def _keyword_metadata(failed: dict[str, dict]) -> dict[str, MetadataValue]:

@@ -98,6 +98,7 @@ class LoadedSilver:
     ingest: IngestSpec  # the ingest whose bronze table silver reads
     quarantine: str  # the quarantine's table
     policy: dict[str, OnSchemaChange]  # event type -> on_schema_change
+    mostly: float  # check_mostly: the verdicts a retry carries over are judged with it
 
 
 # Stream name -> its silver, filled as components load.
@@ -408,7 +409,9 @@ class JetStreamStream(Component, Model, Resolvable):
         if contract is not None:
             with site.blames((self._contract_form(),), name):
                 self.report_schema_changes(contract)
-            LOADED[name] = LoadedSilver(contract, source, self.quarantine(), policy)
+            LOADED[name] = LoadedSilver(
+                contract, source, self.quarantine(), policy, self.check_mostly
+            )
         executor = in_process_executor if self.in_process else None
         return Definitions.merge(
             stream_defs,
@@ -525,6 +528,7 @@ class JetStreamStream(Component, Model, Resolvable):
             self._silver_source(ingests).spec,
             quarantine=self.quarantine(),
             policy=self.schema_policy(contract),
+            mostly=self.check_mostly,
         )
 
     def _silver_source(self, ingests: list[BronzeIngest]) -> BronzeIngest:

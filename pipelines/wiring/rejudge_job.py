@@ -2,9 +2,14 @@
 
 One op judges the selected, already-processed rows of a declared stream again under its
 current contract (`pipelines.silver.rejudge.rejudge`), then reports an `AssetMaterialization`
-per table it changed (rows added and removed, moved per rule, the contract version) and
-measures the guarantee over the range it judged (`pipelines.silver.placement`): each bronze
-row in exactly one table, or the op fails naming the counts.
+per table it changed (rows added and removed, moved per rule, the contract version), each
+followed by that table's checks carried over from the batch it last took in (as a silver run
+with nothing new reports them), and measures the guarantee over the range it judged
+(`pipelines.silver.placement`): each bronze row in exactly one table, or the op fails naming
+the counts. The declarative automation then requests what follows silver (gold) on its next
+tick: a materialisation of silver without its checks would hold gold behind silver's blocking
+checks until silver's next batch. `jsl quarantine retry` and `jsl silver rebuild` report the
+same events (`rejudge_events`) on the Dagster instance, outside a run.
 
 Launch it from the UI's launchpad, or `dg launch --job rejudge_orders --config-json ...`,
 with its config (`RejudgeConfig`): `mode` retry or rebuild and the selection.
@@ -17,6 +22,7 @@ from collections.abc import Mapping
 from typing import Literal
 
 from dagster import (
+    AssetCheckEvaluation,
     AssetMaterialization,
     Config,
     Failure,
@@ -28,13 +34,14 @@ from dagster import (
 )
 from pydantic import Field
 
+from assets.contract_silver import carried_over_evaluations
 from pipelines.contract import Contract
 from pipelines.contract.fingerprint import contract_version, event_type_version
 from pipelines.ingest.spec import IngestSpec
-from pipelines.lakehouse.watermarks import WatermarkStore
+from pipelines.lakehouse.watermarks import Watermark, WatermarkStore
 from pipelines.silver.evolution import OnSchemaChange
 from pipelines.silver.placement import placement
-from pipelines.silver.rejudge import rejudge
+from pipelines.silver.rejudge import RejudgeResult, rejudge
 from pipelines.silver.rejudge_intent import Selection
 from pipelines.silver.stage import QUARANTINE, stage_name
 from resources.jetstream import JetStreamResource
@@ -75,12 +82,71 @@ class RejudgeConfig(Config):
         )
 
 
+def rejudge_events(
+    contract: Contract,
+    tables: Mapping[str, str],
+    paths: Mapping[str, str],
+    result: RejudgeResult,
+    watermark: Watermark,
+    *,
+    stream: str,
+    mode: str,
+    mostly: float,
+) -> list[AssetMaterialization | AssetCheckEvaluation]:
+    """What a retry or rebuild tells Dagster: per table it changed, an `AssetMaterialization`
+    (rows added and removed, rows judged, the contract version; on the quarantine, rows moved
+    per rule), then the table's checks as a silver run with nothing new reports them
+    (`carried_over_evaluations`).
+
+    Args:
+        contract: the stream's contract, as the rejudge read it.
+        tables: target (event type name, or QUARANTINE) -> its table.
+        paths: target -> its table's path.
+        result: what the rejudge did.
+        watermark: the stage's watermark (the rejudge does not move it).
+        stream: the stream, for the description.
+        mode: retry or rebuild, for the description.
+        mostly: the silver asset's `mostly`.
+
+    Returns:
+        The events, in order; none when no table changed.
+    """
+    changed = [t for t in tables if result.added.get(t, 0) or result.removed.get(t, 0)]
+    checks = carried_over_evaluations(contract, tables, watermark, mostly=mostly, targets=changed)
+    moved = {f"moved_{rule}": MetadataValue.int(n) for rule, n in sorted(result.moved.items())}
+    events: list[AssetMaterialization | AssetCheckEvaluation] = []
+    for target in changed:
+        version = (
+            contract_version(contract)
+            if target == QUARANTINE
+            else event_type_version(contract, contract.event_type(target))
+        )
+        key = tables[target].split("/")
+        events.append(
+            AssetMaterialization(
+                asset_key=key,
+                description=f"{mode} of {stream}: rows judged again",
+                metadata={
+                    "rows_added": MetadataValue.int(result.added.get(target, 0)),
+                    "rows_removed": MetadataValue.int(result.removed.get(target, 0)),
+                    "rows_judged": MetadataValue.int(result.judged),
+                    "contract_version": MetadataValue.text(version),
+                    "table_path": MetadataValue.path(paths[target]),
+                    **(moved if target == QUARANTINE else {}),
+                },
+            )
+        )
+        events += [c for c in checks if c.asset_key.path == key]
+    return events
+
+
 def build_rejudge_job(
     contract: Contract,
     ingest: IngestSpec,
     *,
     quarantine: str,
     policy: Mapping[str, OnSchemaChange],
+    mostly: float = 1.0,
 ) -> JobDefinition:
     """The job that judges `ingest`'s stream's processed rows again under `contract`.
 
@@ -89,6 +155,7 @@ def build_rejudge_job(
         ingest: the ingest whose bronze table silver reads.
         quarantine: the quarantine's table.
         policy: event type -> its on_schema_change.
+        mostly: the silver asset's `mostly` (for the checks it carries over).
     """
     stream = ingest.stream
     tables = {e.name: e.table for e in contract.event_types}
@@ -107,9 +174,10 @@ def build_rejudge_job(
         paths = {target: lakehouse.table_path(table) for target, table in tables.items()}
         bucket = jetstream.get_client().create_key_value(ingest.checkpoint_bucket_spec())
         bronze_path = lakehouse.table_path(ingest.table)
+        watermarks = WatermarkStore(bucket)
         result = rejudge(
             session,
-            WatermarkStore(bucket),
+            watermarks,
             contract,
             stream=stream,
             bronze_path=bronze_path,
@@ -131,30 +199,18 @@ def build_rejudge_job(
             first=config.first_seq or 1,
             last=min(config.last_seq or result.upto, result.upto),
         )
-        moved = {f"moved_{rule}": MetadataValue.int(n) for rule, n in sorted(result.moved.items())}
-        for target, table in tables.items():
-            added, removed = result.added.get(target, 0), result.removed.get(target, 0)
-            if not (added or removed):
-                continue
-            version = (
-                contract_version(contract)
-                if target == QUARANTINE
-                else event_type_version(contract, contract.event_type(target))
-            )
-            context.log_event(
-                AssetMaterialization(
-                    asset_key=table.split("/"),
-                    description=f"{config.mode} of {stream}: rows judged again",
-                    metadata={
-                        "rows_added": MetadataValue.int(added),
-                        "rows_removed": MetadataValue.int(removed),
-                        "rows_judged": MetadataValue.int(result.judged),
-                        "contract_version": MetadataValue.text(version),
-                        "table_path": MetadataValue.path(paths[target]),
-                        **(moved if target == QUARANTINE else {}),
-                    },
-                )
-            )
+        watermark = watermarks.load(stage_name(stream))
+        for event in rejudge_events(
+            contract,
+            tables,
+            paths,
+            result,
+            watermark,
+            stream=stream,
+            mode=config.mode,
+            mostly=mostly,
+        ):
+            context.log_event(event)
         context.log.info(
             f"{stream}: {result.judged} row(s) judged; moved to silver per rule: "
             f"{dict(sorted(result.moved.items()))}; {result.still_failing} stay quarantined; "

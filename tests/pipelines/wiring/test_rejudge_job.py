@@ -72,5 +72,25 @@ def test_the_retry_job_moves_admitted_rows_and_reports_each_changed_table(
     assert materialized["silver/shop_placed"]["rows_added"].value == 1
     assert materialized["quarantine/shop"]["rows_removed"].value == 1
     assert materialized["quarantine/shop"]["moved_currency_in_allowed_values"].value == 1
+    # Each changed table's checks follow its materialisation, carried over from the batch
+    # silver last took in, so that gold's blocking-check condition reads them (as after a
+    # silver run with nothing new).
+    evaluations = [
+        e.event_specific_data
+        for e in result.all_events
+        if e.event_type is DagsterEventType.ASSET_CHECK_EVALUATION
+    ]
+    checks = {(e.asset_key.to_user_string(), e.check_name): e for e in evaluations}
+    assert set(checks) == {
+        ("quarantine/shop", "parseable_json"),
+        ("quarantine/shop", "known_event_type"),
+        ("silver/shop_placed", "required_fields_present"),
+        ("silver/shop_placed", "field_types_valid"),
+        ("silver/shop_placed", "event_id_unique"),
+        ("silver/shop_placed", "field_rules"),
+    }
+    carried = checks["silver/shop_placed", "field_rules"]
+    assert not carried.passed  # run-1's batch broke the currency rule, whatever moved since
+    assert carried.metadata["carried_over_from_run"].value == "run-1"
     silver = spark.read.format("delta").load(str(table_root / "silver/shop_placed"))
     assert sorted(r.seq for r in silver.collect()) == [1, 2]
