@@ -26,6 +26,14 @@ asked. No bronze table at the lakehouse root (a fresh project, or LAKEHOUSE_ROOT
 elsewhere) is said so, with exit status 1, before Spark starts. Spark's output goes to a log
 file under the data directory (`<data dir>/logs/`), whose path is printed.
 
+Done, the command tells Dagster what changed, as the `rejudge_<stream>` job does
+(`pipelines.wiring.rejudge_job.rejudge_events`): a materialisation of each table that changed,
+with its checks carried over from the batch it last took in, reported on the Dagster instance
+outside a run. The automation sensor then requests what follows those tables (gold) on its
+next tick. The instance is `$DAGSTER_HOME`'s, else the data directory's (`jsl dev`'s and
+`jsl demo`'s) when it has one; with neither, or when the report fails, one line on stderr
+says that gold waits for silver's next run or a launch.
+
 Exit status: 0 done, 1 refused (no bronze table, a breaking change, another rejudge under
 way, a failure inside Spark), 2 bad input.
 """
@@ -34,6 +42,7 @@ from __future__ import annotations
 
 import argparse
 import datetime as dt
+import os
 import sys
 import uuid
 import warnings
@@ -48,6 +57,7 @@ from pipelines.cli.commands import (
     spark_session,
     written,
 )
+from pipelines.settings import Settings
 
 PROG = {"quarantine": "jsl quarantine retry", "silver": "jsl silver rebuild"}
 
@@ -128,7 +138,8 @@ def run(args: argparse.Namespace) -> int:
     from pipelines.silver.evolution import SchemaChangeError
     from pipelines.silver.rejudge import rejudge
     from pipelines.silver.rejudge_intent import RejudgeError, Selection
-    from pipelines.silver.stage import stage_name
+    from pipelines.silver.stage import QUARANTINE, stage_name
+    from pipelines.wiring.rejudge_job import rejudge_events
     from resources.jetstream.errors import JetStreamError
     from resources.lakehouse import LakehouseResource
 
@@ -161,20 +172,24 @@ def run(args: argparse.Namespace) -> int:
         )
         return 1
     run_id = f"{args.command}-{uuid.uuid4().hex[:12]}"
+    tables = {e.name: e.table for e in contract.event_types}
+    tables[QUARANTINE] = silver.quarantine
+    paths = {target: lakehouse.table_path(table) for target, table in tables.items()}
     try:
         with (
             server_url(args, create_store=False) as url,
             jetstream_resource(args, url).client() as client,
             spark_session(prog, settings, table_root=settings.lakehouse_root) as spark,
         ):
+            watermarks = WatermarkStore(client.create_key_value(ingest.checkpoint_bucket_spec()))
             result = rejudge(
                 spark,
-                WatermarkStore(client.create_key_value(ingest.checkpoint_bucket_spec())),
+                watermarks,
                 contract,
                 stream=ingest.stream,
                 bronze_path=bronze,
-                table_paths={e.name: lakehouse.table_path(e.table) for e in contract.event_types},
-                quarantine_path=lakehouse.table_path(silver.quarantine),
+                table_paths={n: p for n, p in paths.items() if n != QUARANTINE},
+                quarantine_path=paths[QUARANTINE],
                 stage=stage_name(ingest.stream),
                 run_id=run_id,
                 now=dt.datetime.now(dt.UTC),
@@ -183,6 +198,7 @@ def run(args: argparse.Namespace) -> int:
                 policy=silver.policy,
                 quarantine_name=silver.quarantine,
             )
+            watermark = watermarks.load(stage_name(ingest.stream))
     except (SchemaChangeError, RejudgeError, JetStreamError, OSError) as error:
         print(f"{prog}: {' '.join(str(error).split())}", file=sys.stderr)
         return 1
@@ -190,7 +206,55 @@ def run(args: argparse.Namespace) -> int:
         print(f"{prog}: {error}", file=sys.stderr)
         return 2
     print(summary(result, args.stream))
+    mode = "retry" if args.command == "quarantine" else "rebuild"
+    events = rejudge_events(
+        contract, tables, paths, result, watermark,
+        stream=args.stream, mode=mode, mostly=silver.mostly,
+    )  # fmt: skip
+    if events:
+        _tell_dagster(prog, settings, events)
     return 0
+
+
+def _tell_dagster(prog: str, settings: Settings, events: list) -> None:
+    """Reports `events` (`rejudge_events`) on the Dagster instance whose automation follows
+    silver: `$DAGSTER_HOME`'s, else the data directory's if it has one. Prints what it did;
+    a report that cannot be made is one line on stderr (the rows have moved all the same)."""
+    from dagster import AssetMaterialization, DagsterError, DagsterInstance
+    from sqlalchemy.exc import SQLAlchemyError
+
+    tables = ", ".join(
+        e.asset_key.to_user_string() for e in events if isinstance(e, AssetMaterialization)
+    )
+    home = os.environ.get("DAGSTER_HOME")
+    if not home and not (settings.dagster_home / "dagster.yaml").is_file():
+        print(
+            f"{prog}: Dagster not told ($DAGSTER_HOME unset, no Dagster home at "
+            f"{settings.dagster_home}): what follows {tables} (gold) waits for silver's next "
+            "run; launch it to bring it up to date now, or set DAGSTER_HOME next time",
+            file=sys.stderr,
+        )
+        return
+    try:
+        instance = (
+            DagsterInstance.get()
+            if home
+            else DagsterInstance.from_config(str(settings.dagster_home))
+        )
+        with instance:
+            for event in events:
+                instance.report_runless_asset_event(event)
+    except (DagsterError, SQLAlchemyError, OSError) as error:
+        print(
+            f"{prog}: Dagster not told ({' '.join(str(error).split())}): what follows "
+            f"{tables} (gold) waits for silver's next run; launch it to bring it up to date now",
+            file=sys.stderr,
+        )
+        return
+    print(
+        f"Dagster ({home or settings.dagster_home}): {tables} reported materialised, with their "
+        "checks carried over; the automation requests what follows them (gold) on its next tick"
+    )
 
 
 def summary(result, stream: str) -> str:

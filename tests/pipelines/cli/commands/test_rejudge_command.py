@@ -9,11 +9,15 @@ Delta; the command runs in this process (`pipelines.cli.main.main`), as `jsl` wo
 from __future__ import annotations
 
 import copy
+import datetime as dt
 import json
 from pathlib import Path
 
 import pytest
 import yaml
+from chispa import assert_df_equality
+from dagster import AssetKey, DagsterInstance, evaluate_automation_conditions, materialize
+from pyspark.sql import functions as F
 
 from pipelines.cli.commands.rejudge import _load
 from pipelines.cli.main import main
@@ -21,6 +25,9 @@ from pipelines.contract import contract_from_dict
 from pipelines.ingest.bronze import BRONZE_SCHEMA
 from pipelines.lakehouse.watermarks import WatermarkStore
 from pipelines.silver.stage import run_contract_silver, stage_name
+from resources.lakehouse import LakehouseResource
+from resources.quality import DataQualityResource
+from resources.spark import SparkResource
 from tests.pipelines.silver.contract_changes import NOW, PUBLISHED, placed
 
 PYPROJECT = """\
@@ -59,7 +66,7 @@ def _module(stream: str) -> str:
     return f"shop_{stream.lower()}"
 
 
-def _declare(project: Path, stream: str, contract: dict) -> None:
+def _declare(project: Path, stream: str, contract: dict, aggregates: list | None = None) -> None:
     defs = project / _module(stream) / "defs" / "shop"
     defs.mkdir(parents=True, exist_ok=True)
     declared = {
@@ -69,6 +76,7 @@ def _declare(project: Path, stream: str, contract: dict) -> None:
             "ingests": [{"name": "shop_events", "durable": "shop-bronze", "table": "bronze/shop"}],
             "quarantine_table": "quarantine/shop",
             "contract": contract,
+            **({"aggregates": aggregates} if aggregates else {}),
         },
     }
     (defs / "defs.yaml").write_text(yaml.safe_dump(declared, sort_keys=False))
@@ -87,8 +95,8 @@ def project(tmp_path: Path, unique_name: str, monkeypatch: pytest.MonkeyPatch) -
     return root
 
 
-def _silver_ran(spark, js, project: Path, stream: str, messages: list[dict]):
-    """Bronze rows of `messages` (seq 1...), and silver run once under the strict contract."""
+def _silver_ran(spark, js, project: Path, stream: str, messages: list[dict], contract=STRICT):
+    """Bronze rows of `messages` (seq 1...), and silver run once under `contract`."""
     silver = _load(project, stream)
     root = project.parent / "lakehouse"
     rows = [
@@ -99,7 +107,7 @@ def _silver_ran(spark, js, project: Path, stream: str, messages: list[dict]):
     spark.createDataFrame(rows, BRONZE_SCHEMA).write.format("delta").save(str(root / "bronze/shop"))
     store = WatermarkStore(js.create_key_value(silver.ingest.checkpoint_bucket_spec()))
     run_contract_silver(
-        spark, store, contract_from_dict(STRICT), stream=stream, stage=stage_name(stream),
+        spark, store, contract_from_dict(contract), stream=stream, stage=stage_name(stream),
         bronze_path=str(root / "bronze/shop"),
         table_paths={"OrderPlaced": str(root / "silver/shop_placed")},
         quarantine_path=str(root / "quarantine/shop"), run_id="run-1", now=NOW,
@@ -178,3 +186,124 @@ def test_a_stream_the_project_does_not_declare_is_named_with_the_ones_it_does(
 def test_since_must_be_an_iso_time(project: Path, unique_name: str):
     with pytest.raises(SystemExit):
         main(["quarantine", "retry", "--stream", unique_name, "--since", "yesterday"])
+
+
+# Gold over silver/shop_placed, and a blocking rule on silver: gold follows only a
+# materialisation of silver whose blocking checks passed.
+GOLD = {
+    "table": "gold/shop_by_currency",
+    "event_type": "OrderPlaced",
+    "group_by": ["currency"],
+    "measures": {"orders": "count", "revenue": "sum(amount)"},
+}
+BLOCKING = {**STRICT, "severities": {"required_fields_present": "quarantine+block"}}
+
+
+class _Automation:
+    """The automation sensor's ticks on `instance` over the project's definitions as they are
+    loaded now, and the runs of what a tick requests (as the daemon would launch them)."""
+
+    def __init__(self, project: Path, instance, resources: dict) -> None:
+        self.project, self.instance, self.resources = project, instance, resources
+        self.cursor, self.now = None, dt.datetime.now(dt.UTC)
+
+    def defs(self):
+        from dagster.components.core.component_tree import ComponentTree
+
+        return ComponentTree.for_project(self.project).build_defs()
+
+    def tick(self) -> set[str]:
+        """Evaluates every automation condition once; runs and returns what it requested."""
+        defs = self.defs()
+        self.now += dt.timedelta(minutes=1)
+        result = evaluate_automation_conditions(
+            defs=defs, instance=self.instance, cursor=self.cursor, evaluation_time=self.now
+        )
+        self.cursor = result.cursor
+        keys = [key for key in defs.resolve_all_asset_keys() if result.get_num_requested(key)]
+        if keys:
+            self.materialize(keys, defs)
+        return {key.to_user_string() for key in keys}
+
+    def materialize(self, keys: list[AssetKey], defs=None) -> None:
+        """A run of `keys`' assets, as the daemon launches it (with this test's resources)."""
+        assets = (defs or self.defs()).assets
+        run = materialize(assets, selection=keys, instance=self.instance, resources=self.resources)
+        assert run.success
+
+
+def _gold_is_a_recompute_of_silver(spark, root: Path) -> list[tuple]:
+    silver = spark.read.format("delta").load(str(root / "silver/shop_placed"))
+    gold = spark.read.format("delta").load(str(root / GOLD["table"]))
+    recomputed = silver.groupBy("currency").agg(
+        F.count(F.lit(1)).alias("orders"), F.sum("amount").alias("revenue")
+    )
+    assert_df_equality(gold, recomputed, ignore_row_order=True, ignore_nullable=True)
+    return sorted((r.currency, r.orders, str(r.revenue)) for r in gold.collect())
+
+
+def test_gold_follows_a_retry_and_a_rebuild_with_no_launch_of_its_own(
+    spark,
+    js,
+    nats_server,
+    jetstream_resource,
+    project: Path,
+    unique_name: str,
+    monkeypatch,
+    capsys,
+):
+    home = project.parent / "dagster_home"
+    home.mkdir()
+    (home / "dagster.yaml").write_text("")
+    monkeypatch.setenv("DAGSTER_HOME", str(home))  # the instance `jsl` tells, as `jsl dev`'s
+    _declare(project, unique_name, BLOCKING, [GOLD])
+    messages = [
+        placed(1, currency="EUR", amount=5),
+        placed(2, currency="GBP", amount=7),  # quarantined: GBP is admitted below
+        placed(3, currency="USD", amount=11),
+    ]
+    root = _silver_ran(spark, js, project, unique_name, messages, BLOCKING)
+    resources = {
+        "jetstream": jetstream_resource,
+        "spark": SparkResource(ui_enabled=False, shuffle_partitions=1),
+        "lakehouse": LakehouseResource(root=str(root)),
+        "quality": DataQualityResource(),
+    }
+    with DagsterInstance.get() as instance:
+        automation = _Automation(project, instance, resources)
+        assert automation.tick() == set()  # nothing materialised yet
+        # Silver's run with nothing new reports its tables and checks (the blocking one passed).
+        automation.materialize(
+            [AssetKey(["silver", "shop_placed"]), AssetKey(["quarantine", "shop"])]
+        )
+        assert automation.tick() == {GOLD["table"]}
+        assert _gold_is_a_recompute_of_silver(spark, root) == [
+            ("EUR", 1, "5.00"),
+            ("USD", 1, "11.00"),
+        ]
+        assert automation.tick() == set()  # nothing changed: gold is not requested again
+
+        loose = copy.deepcopy(BLOCKING)
+        loose["events"]["OrderPlaced"]["fields"]["data.currency"]["enum"].append("GBP")
+        _declare(project, unique_name, loose, [GOLD])
+        argv = ["quarantine", "retry", "--stream", unique_name, "--project", str(project)]
+        assert main([*argv, "--nats-url", nats_server.url]) == 0
+        told = f"Dagster ({home}): silver/shop_placed, quarantine/shop reported materialised"
+        assert told in capsys.readouterr().out
+
+        assert automation.tick() == {GOLD["table"]}  # no launch: the retry told Dagster
+        assert _gold_is_a_recompute_of_silver(spark, root) == [
+            ("EUR", 1, "5.00"), ("GBP", 1, "7.00"), ("USD", 1, "11.00")
+        ]  # fmt: skip
+
+        _declare(project, unique_name, BLOCKING, [GOLD])  # GBP refused again: rebuild, as a job
+        rebuild = automation.defs().resolve_job_def(f"rejudge_{unique_name.lower()}")
+        config = {"ops": {f"rejudge_{unique_name.lower()}_rows": {"config": {"mode": "rebuild"}}}}
+        run = rebuild.execute_in_process(run_config=config, instance=instance, resources=resources)
+        assert run.success
+
+        assert automation.tick() == {GOLD["table"]}
+        assert _gold_is_a_recompute_of_silver(spark, root) == [
+            ("EUR", 1, "5.00"),
+            ("USD", 1, "11.00"),
+        ]
