@@ -16,7 +16,7 @@ of its rules) reads its verdict from the expectations that carry the rule's name
     pattern                   ExpectColumnValuesToMatchRegex (Java regex, found anywhere)
     enum                      ExpectColumnValuesToBeInSet
     min_length, max_length    ExpectColumnValueLengthsToBeBetween
-    format                    ExpectColumnValuesToMatchRegex (date-time and date by shape)
+    format                    ExpectColumnValuesToMatchRegex (the formats a regex decides)
     not_in_future             ExpectColumnPairValuesAToBeGreaterThanB(latest >= value)
 
 Each not-null expectation reads a required field's presence as the stage judged it
@@ -31,7 +31,8 @@ the rule's rows are the stage's and its unexpected values may be more. The other
 expectations read the typed values and skip nulls: a missing or mistyped value breaks none
 of them.
 
-GX has no expectation for the others (multiple_of, min_items, max_items, unique_items,
+GX has no expectation for the others (a date-time or date format, which the stage parses
+(a regex would pass 2024-02-30), multiple_of, min_items, max_items, unique_items,
 min_properties, max_properties, a constraint on each element of an array or on a member of
 an array's objects, and a number constraint on a number written as text, pydantic's
 Decimal): their checks count the rows the stage flagged, as for the structural rules below.
@@ -74,9 +75,9 @@ from pipelines.silver.rule_columns import (
 from resources.quality import QualityCheck, QualitySuite, ValidationReport
 
 _FAILED_RULES = "failed_rules"  # the candidates' column: every rule the row broke
-
-# GX checks the shape of an ISO-8601 date-time with a zone; the stage parses it.
-DATE_TIME_SHAPE = r"^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}(:\d{2}(\.\d+)?)?(Z|[+-]\d{2}:?\d{2})\z"
+# Formats the stage parses, not only matches: no regex gives the same verdict (2024-02-30 has
+# a date's shape), so their checks count the stage's rows.
+PARSED_FORMATS = (StringFormat.DATE_TIME, StringFormat.DATE)
 
 
 def flat_name(column: str) -> str:
@@ -249,8 +250,8 @@ def _constraint(rule: Rule, column: str) -> tuple[str, dict[str, Any]] | None:
         return "ExpectColumnValueLengthsToBeBetween", {"column": column, "max_value": c.length}
     if isinstance(c, MinLength):
         return "ExpectColumnValueLengthsToBeBetween", {"column": column, "min_value": c.length}
-    if isinstance(c, Format):
-        regex = DATE_TIME_SHAPE if c.format is StringFormat.DATE_TIME else FORMAT_PATTERNS[c.format]
+    if isinstance(c, Format) and c.format not in PARSED_FORMATS:
+        regex = FORMAT_PATTERNS[c.format]
         return "ExpectColumnValuesToMatchRegex", {"column": column, "regex": regex}
     if isinstance(c, NotInFuture):
         return "ExpectColumnPairValuesAToBeGreaterThanB", {

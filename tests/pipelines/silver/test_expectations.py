@@ -10,7 +10,7 @@ import functools
 
 import pytest
 
-from pipelines.contract import Severity
+from pipelines.contract import Severity, contract_from_dict
 from pipelines.lakehouse.watermarks import WatermarkStore
 from pipelines.silver.expectations import contract_suite, rule_outcomes
 from pipelines.silver.stage import run_contract_silver
@@ -133,3 +133,32 @@ def test_mostly_lets_a_batch_with_a_few_bad_rows_pass(spark, js, unique_name, pa
     verdicts = [o["passed"] for found in result.expectations.values() for o in found.values()]
     assert verdicts and all(verdicts)
     assert result.failures["OrderPlaced"]["amount_in_range"] == 2
+
+
+def test_date_time_and_date_formats_have_no_regex_expectation_since_the_stage_parses_them():
+    """A regex passes 2024-02-30 and the stage does not: the check counts the stage's rows,
+    so the check and the quarantine give one verdict (#51)."""
+    contract = contract_from_dict(
+        {
+            "envelope": {
+                "event_type": "kind",
+                "event_id": "id",
+                "fields": {"kind": {"required": True}, "id": {"required": True}},
+            },
+            "events": {
+                "Dated": {
+                    "fields": {
+                        "when": {"format": "date-time", "rule": "when_is_a_date_time"},
+                        "day": {"format": "date", "rule": "day_is_a_date"},
+                        "mail": {"format": "email", "rule": "mail_is_an_email"},
+                    }
+                }
+            },
+        }
+    )
+
+    suite = contract_suite(contract, contract.event_type("Dated"))
+
+    by_rule = {c.rule: c.expectation for c in suite.checks}
+    assert by_rule["mail_is_an_email"] == "ExpectColumnValuesToMatchRegex"
+    assert "when_is_a_date_time" not in by_rule and "day_is_a_date" not in by_rule
