@@ -46,7 +46,11 @@ def keep_run_alive(
     the same process does nothing more. A failed update is logged and retried at the next
     beat; after a whole TTL without one the thread gives up (the run then looks dead, as it
     would if its process had died, which is the safe side: its lease still guards its work).
+    An ephemeral instance (`materialize`, `execute_in_process`) has no sensor to read the tag,
+    and its in-memory storage is not for two threads: nothing is done there.
     """
+    if instance.is_ephemeral:
+        return
     with _beating_lock:
         thread = _beating.get(run_id)
         if thread is not None and thread.is_alive():
@@ -88,10 +92,23 @@ def _beat_until_finished(instance: DagsterInstance, run_id: str, ttl: float, clo
         _beating.pop(run_id, None)
 
 
-def alive_until(record: RunRecord) -> dt.datetime | None:
-    """Until when the run said it is alive (None: it never did)."""
+def alive_until(record: RunRecord, ttl: float | None = None) -> dt.datetime | None:
+    """Until when the run said it is alive (None: it never did). With the `ttl` its beats
+    use, a tag written before the run started is not its own (a re-execution copies its
+    parent's tags) and counts as None."""
     value = record.dagster_run.tags.get(ALIVE_TAG)
-    return dt.datetime.fromisoformat(value) if value else None
+    if not value:
+        return None
+    until = dt.datetime.fromisoformat(value)
+    started = record.start_time
+    if ttl is not None and started is not None and until.timestamp() - ttl < started - 1:
+        return None  # beaten before this run began: its parent's
+    return until
+
+
+def grace_seconds(ttl: float) -> float:
+    """How long after its start a run that never said it is alive is still waited for."""
+    return max(60.0, 2 * ttl)
 
 
 @dataclass(frozen=True)
@@ -111,17 +128,20 @@ def dead_runs(
     *,
     now: dt.datetime,
     lease: LeaseValue | None,
-    grace: float,
+    ttl: float,
     bronze: AssetKey,
 ) -> list[DeadRun]:
     """The runs among `records` whose process is gone.
 
     A working run (STARTED or CANCELING) is dead when it holds no unexpired `lease` (the
     ingest's) and either its `jsl/alive-until` tag has passed, or it never set the tag
-    although it started more than `grace` seconds ago and its selection includes the
+    although it started more than `grace_seconds(ttl)` ago and its selection includes the
     ingest's `bronze` asset (whose step sets it first thing; a run without that step is
-    never judged by its silence). Other statuses are never judged here.
+    never judged by its silence). A tag copied from the run's parent (a re-execution) is not
+    its own. `ttl` is the ingest's `lease_ttl`, which its beats use. Other statuses are
+    never judged here.
     """
+    grace = grace_seconds(ttl)
     dead = []
     for record in records:
         run = record.dagster_run
@@ -129,7 +149,7 @@ def dead_runs(
             continue
         if lease is not None and lease.holder == run.run_id and lease.expires_at > now:
             continue  # its lease is the stronger sign: it renewed that within a TTL
-        until = alive_until(record)
+        until = alive_until(record, ttl)
         if until is not None:
             if until <= now:
                 dead.append(DeadRun(record, f"it last said it was alive until {until:%H:%M:%S}"))

@@ -257,8 +257,8 @@ def settle_dead_runs(
     """
     now = options.clock()
     bronze = bronze_asset_key(spec, options.key_prefix)
-    grace = max(60.0, 2 * spec.lease_ttl)
-    if not dead_runs(records, now=now, lease=None, grace=grace, bronze=bronze):
+    ttl = spec.lease_ttl
+    if not dead_runs(records, now=now, lease=None, ttl=ttl, bronze=bronze):
         return list(records)
     try:
         with tick_client(jetstream, options.tick_budget) as client:
@@ -274,7 +274,7 @@ def settle_dead_runs(
         )
         return list(records)
     lease = None if entry is None else LeaseValue.from_json(entry.value)
-    dead = dead_runs(records, now=now, lease=lease, grace=grace, bronze=bronze)
+    dead = dead_runs(records, now=now, lease=lease, ttl=ttl, bronze=bronze)
     sensor_name = options.sensor_name(spec)
     for run in dead:
         message = (

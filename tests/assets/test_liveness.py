@@ -28,7 +28,7 @@ def record(status=DagsterRunStatus.STARTED, *, tags=None, started_ago=None, sele
 
 
 def dead(records, lease=None):
-    found = dead_runs(records, now=NOW, lease=lease, grace=60, bronze=BRONZE)
+    found = dead_runs(records, now=NOW, lease=lease, ttl=30, bronze=BRONZE)
     return [run.run_id for run in found]
 
 
@@ -41,7 +41,7 @@ def test_a_run_whose_tag_has_passed_is_dead_unless_it_still_holds_the_ingest_lea
     assert dead([silent, alive]) == [silent.dagster_run.run_id]
     assert dead([silent], lease=leased) == []
     assert dead([silent], lease=lapsed) == [silent.dagster_run.run_id]
-    assert dead_runs([silent], now=NOW, lease=None, grace=60, bronze=BRONZE)[0].why == (
+    assert dead_runs([silent], now=NOW, lease=None, ttl=30, bronze=BRONZE)[0].why == (
         "it last said it was alive until 11:59:59"
     )
 
@@ -55,6 +55,22 @@ def test_a_run_that_never_said_it_is_alive_is_dead_only_after_the_grace_with_bro
     assert dead([young, old, old_with_bronze, old_without_bronze]) == [
         old.dagster_run.run_id,
         old_with_bronze.dagster_run.run_id,
+    ]
+
+
+def test_a_tag_copied_from_the_parent_of_a_re_execution_is_not_the_run_s_own():
+    """Dagster copies a run's tags to its re-execution: the parent's last beat, written
+    before the child began, says nothing of the child."""
+    stale = (NOW - dt.timedelta(seconds=40)).isoformat()  # beaten 70 s ago, TTL 30 s
+    young_child = record(tags={ALIVE_TAG: stale}, started_ago=20)
+    old_child = record(tags={ALIVE_TAG: stale}, started_ago=61)
+    own = record(tags={ALIVE_TAG: stale}, started_ago=80)  # beaten 10 s after it began
+
+    assert alive_until(young_child, ttl=30) is None
+    assert alive_until(young_child) is not None  # without the TTL, the tag as it is
+    assert dead([young_child, old_child, own]) == [
+        old_child.dagster_run.run_id,
+        own.dagster_run.run_id,
     ]
 
 
@@ -75,7 +91,7 @@ def eventually(condition, seconds: float = 10.0) -> None:
 
 
 def test_keep_run_alive_moves_the_tag_until_the_run_is_finished():
-    with DagsterInstance.ephemeral() as instance:
+    with DagsterInstance.local_temp() as instance:
         run = record_run(instance, {}, DagsterRunStatus.STARTED)
 
         def tag():
@@ -91,3 +107,12 @@ def test_keep_run_alive_moves_the_tag_until_the_run_is_finished():
         last = tag()
         time.sleep(0.3)
         assert tag() == last
+
+
+def test_an_ephemeral_instance_is_left_alone():
+    """No sensor reads it, and its in-memory storage is not for a second thread."""
+    with DagsterInstance.ephemeral() as instance:
+        run = record_run(instance, {}, DagsterRunStatus.STARTED)
+        keep_run_alive(instance, run.run_id, ttl=0.3)
+        assert ALIVE_TAG not in instance.get_run_by_id(run.run_id).tags
+        assert run.run_id not in liveness._beating
