@@ -20,12 +20,17 @@ issue 51 an orphan was never failed, and a relaunch by hand within the lease fai
 starting Spark: recovery took 30-66 s (median 54.5 s) of relaunching until one got in.
 
     .venv/bin/python bench/recovery.py                      # 3 rounds of each, the defaults
+    .venv/bin/python bench/recovery.py --connect            # runs on one Spark Connect server
     .venv/bin/python bench/recovery.py --rounds 1 --lease-ttl 6 --interval 1
+
+`--connect` runs them as `make dev` does, on one long-lived Spark Connect server (started
+and warmed up here), so a recovery run starts no JVM of its own.
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
 import statistics
@@ -42,8 +47,10 @@ sys.path.insert(0, str(REPO))
 
 from dagster import DagsterEventType, DagsterInstance, RunsFilter  # noqa: E402
 
+from pipelines.cli.demo import spark_server  # noqa: E402
 from pipelines.cli.supervise import stop_group  # noqa: E402
 from pipelines.ingest.spec import IngestSpec  # noqa: E402
+from pipelines.settings import Settings  # noqa: E402
 from resources.jetstream import (  # noqa: E402
     EmbeddedNatsServer,
     JetStreamResource,
@@ -63,6 +70,7 @@ def main() -> int:
     parser.add_argument("--events", type=int, default=1000, help="events per round")
     parser.add_argument("--lease-ttl", type=float, default=30.0)
     parser.add_argument("--interval", type=int, default=30, help="seconds between ticks")
+    parser.add_argument("--connect", action="store_true", help="runs on a Spark Connect server")
     parser.add_argument("--out", type=Path, default=None, help="the JSON (bench/results/...)")
     args = parser.parse_args()
 
@@ -72,7 +80,12 @@ def main() -> int:
     home.mkdir()
     (home / "dagster.yaml").write_text(DAGSTER_YAML)
     rows: list[dict] = []
-    with EmbeddedNatsServer(store_dir=work / "nats") as server:
+    with contextlib.ExitStack() as stack:
+        server = stack.enter_context(EmbeddedNatsServer(store_dir=work / "nats"))
+        remote = None
+        if args.connect:
+            settings = Settings.from_env({"LAKEHOUSE_DATA_DIR": str(work)})
+            remote = stack.enter_context(spark_server(settings, say=print))
         spec = IngestSpec(name=stream.lower(), stream=stream, durable="bronze", table="t")
         topology = Topology(
             streams=(StreamSpec(stream, (f"{stream}.files.>",)),),
@@ -88,6 +101,7 @@ def main() -> int:
             "JSL_TEST_SENSOR_INTERVAL": str(args.interval),
             "JSL_TEST_KILL_ARMED": str(armed),
             "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ.get('PATH', '')}",
+            **({"SPARK_REMOTE": remote} if remote else {}),
         }
         log = work / "daemon.log"
         with JetStreamResource(servers=server.url).client() as js:
@@ -174,7 +188,8 @@ def measure(home: Path, stream: str, kind: str, killed_at: float, landed_at: flo
 
 
 def report(rows: list[dict], args) -> dict:
-    print(f"\nlease_ttl {args.lease_ttl:g} s, sensor interval {args.interval} s, medians:")
+    spark = "one Spark Connect server" if args.connect else "a Spark JVM per run"
+    print(f"\nlease_ttl {args.lease_ttl:g} s, sensor interval {args.interval} s, {spark}, medians:")
     print(f"{'kind':10} {'marked failed':>14} {'requested':>10} {'started':>8} {'landed':>8}")
     summary = {}
     for kind in ("orphan", "launched"):
