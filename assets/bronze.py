@@ -181,8 +181,9 @@ def land(
 
     With nothing new (found without Spark: `pipelines.ingest.idle`), `session` is not called
     and the result is None. Nor is it while another run holds the ingest's lease: the run
-    waits for it (up to the ingest's `lease_wait`) before Spark starts, and fails with
-    `LeaseHeldError` if it stays held, saying what `run_state` (Dagster) knows of the
+    waits for it (up to the ingest's `lease_wait`, or until it lapses, at most `lease_ttl`,
+    if Dagster has the holder's run as over: a killed run's) before Spark starts, and fails
+    with `LeaseHeldError` if it stays held, saying what `run_state` (Dagster) knows of the
     holder's run. The bronze asset calls it once per run; the contract's silver step
     of a run that keeps going (`assets.follow`) once per further batch.
     """
@@ -198,6 +199,7 @@ def land(
         consumer=spec.durable,
         wait=spec.lease_wait,
         run_state=run_state,
+        ttl=spec.lease_ttl,
         log=log,
     )
     spark = session()

@@ -68,6 +68,7 @@ from dagster import (
 from assets.artifact_metadata import artifact_metadata
 from assets.bronze import dagster_run_state, land
 from assets.follow import FOLLOW_TAG, batch_events, failed_blocking, follow_seconds
+from assets.liveness import keep_run_alive
 from assets.nothing_new import finding_metadata
 from assets.table_schema import declared_schema, table_schema
 from pipelines.contract import Contract
@@ -298,6 +299,7 @@ def _silver_multi_asset(
         with nothing new (found without Spark), reports so without starting Spark. A run
         tagged `jsl/follow` then keeps landing and taking new batches (`assets.follow`)."""
         seconds = follow_seconds(context, silver.bronze_key)  # a bad tag fails before a write
+        keep_run_alive(context.instance, context.run.run_id, silver.ingest.lease_ttl)
         client = jetstream.get_client()
         idle = _nothing_to_process(silver, client, lakehouse)
         if idle is not None:

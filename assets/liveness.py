@@ -3,14 +3,18 @@
 Dagster's default run launcher cannot tell whether a run's process is still there, and a
 `dagster job execute` run has no launcher at all: a run killed with SIGKILL stays STARTED
 for ever, and the run queue and the stream sensor would wait behind it for ever. So a run
-of an ingest says it is alive: its bronze step starts `keep_run_alive`, a daemon thread
-that sets the run's tag `jsl/alive-until` to "now + TTL" every third of the TTL until
-Dagster has the run finished (or the process ends). The stream sensor reads the tag:
-a run whose tag has passed, and which holds no unexpired lease on the ingest, is dead, and
-the sensor marks it failed (`dead_runs`, `sensors.stream`) before it recovers its range.
+of an ingest says it is alive: its bronze step and its contract silver step each start
+`keep_run_alive` (once per process: the in-process executor's one, or each step's own
+with `in_process: false`), a daemon thread that sets the run's tag `jsl/alive-until` to
+"now + TTL" every third of the TTL until Dagster has the run finished (or the process
+ends). The stream sensor reads the tag: a run whose tag has passed, and which holds no
+unexpired lease on the ingest, is dead, and the sensor marks it failed (`dead_runs`,
+`sensors.stream`) before it recovers its range.
 
 The tag lives in Dagster's run storage, beside the run's status: no key to clean up
-anywhere, and the UI shows it on the run's page.
+anywhere, and the UI shows it on the run's page. The run's host writes the time and the
+sensor's host compares it with its own clock: their clocks must agree within the TTL's two
+thirds (20 s at the default 30 s), as NTP keeps them.
 """
 
 from __future__ import annotations
@@ -43,9 +47,8 @@ def keep_run_alive(
 ) -> None:
     """Marks the run alive for `ttl` seconds now, and again every `ttl / 3` seconds from a
     daemon thread until Dagster has the run finished. Calling it again for the same run in
-    the same process does nothing more. A failed update is logged and retried at the next
-    beat; after a whole TTL without one the thread gives up (the run then looks dead, as it
-    would if its process had died, which is the safe side: its lease still guards its work).
+    the same process does nothing more. A failed update (the instance's storage busy or
+    away) is logged and retried at the next beat, for as long as the process lives.
     An ephemeral instance (`materialize`, `execute_in_process`) has no sensor to read the tag,
     and its in-memory storage is not for two threads: nothing is done there.
     """
@@ -55,7 +58,10 @@ def keep_run_alive(
         thread = _beating.get(run_id)
         if thread is not None and thread.is_alive():
             return
-        _beat(instance, run_id, ttl, clock)
+        try:
+            _beat(instance, run_id, ttl, clock)
+        except Exception as error:  # the instance's storage, whatever fails there
+            log.warning("could not mark run %r alive (trying again): %s", run_id, error)
         thread = threading.Thread(
             target=_beat_until_finished,
             args=(instance, run_id, ttl, clock),
@@ -77,17 +83,13 @@ def _beat(instance: DagsterInstance, run_id: str, ttl: float, clock: Callable) -
 
 
 def _beat_until_finished(instance: DagsterInstance, run_id: str, ttl: float, clock) -> None:
-    last_beat = time.monotonic()
     while True:
         time.sleep(ttl / 3)
         try:
             if not _beat(instance, run_id, ttl, clock):
                 break
-            last_beat = time.monotonic()
         except Exception as error:  # the instance's storage, whatever fails there
-            log.warning("could not mark run %r alive: %s", run_id, error)
-            if time.monotonic() - last_beat >= ttl:
-                break
+            log.warning("could not mark run %r alive (trying again): %s", run_id, error)
     with _beating_lock:
         _beating.pop(run_id, None)
 
@@ -135,11 +137,12 @@ def dead_runs(
 
     A working run (STARTED or CANCELING) is dead when it holds no unexpired `lease` (the
     ingest's) and either its `jsl/alive-until` tag has passed, or it never set the tag
-    although it started more than `grace_seconds(ttl)` ago and its selection includes the
-    ingest's `bronze` asset (whose step sets it first thing; a run without that step is
-    never judged by its silence). A tag copied from the run's parent (a re-execution) is not
-    its own. `ttl` is the ingest's `lease_ttl`, which its beats use. Other statuses are
-    never judged here.
+    although it started more than `grace_seconds(ttl)` ago and it executes the ingest's
+    `bronze` step (its asset selected, and its step among the steps to execute: a
+    re-execution from failure may skip it), which sets the tag first thing; a run without
+    that step is never judged by its silence. A tag copied from the run's parent (a
+    re-execution) is not its own. `ttl` is the ingest's `lease_ttl`, which its beats use.
+    Other statuses are never judged here.
     """
     grace = grace_seconds(ttl)
     dead = []
@@ -155,7 +158,10 @@ def dead_runs(
                 dead.append(DeadRun(record, f"it last said it was alive until {until:%H:%M:%S}"))
             continue
         started = record.start_time
-        selected = run.asset_selection is None or bronze in run.asset_selection
+        step = "__".join(bronze.path)  # the asset's op, as Dagster names its step
+        selected = (run.asset_selection is None or bronze in run.asset_selection) and (
+            run.step_keys_to_execute is None or step in run.step_keys_to_execute
+        )
         if selected and started is not None and now.timestamp() - started > grace:
             dead.append(
                 DeadRun(record, f"it never said it was alive in the {grace:.0f} s after it began")

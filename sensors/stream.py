@@ -31,7 +31,7 @@ from dagster import (
 
 from assets.bronze import bronze_asset_key, bronze_run_config
 from assets.follow import FOLLOW_TAG
-from assets.liveness import dead_runs
+from assets.liveness import WORKING, dead_runs
 from pipelines.ingest.checkpoint import Checkpoint, CheckpointStore
 from pipelines.ingest.engine import initial_checkpoint
 from pipelines.ingest.lease import LeaseValue, lease_key
@@ -327,13 +327,18 @@ def build_stream_sensor(
     )
     def stream_sensor(context: SensorEvaluationContext, jetstream: JetStreamResource):
         cursor = StreamSensorCursor.decode(context.cursor, warn=context.log.warning)
-        active = context.instance.get_run_records(
+        # Every working run is judged, however many runs are queued behind them: the queue
+        # starts none of those while a dead one holds the ingest's slot.
+        working = context.instance.get_run_records(
+            RunsFilter(tags={INGEST_TAG: ingest_id}, statuses=list(WORKING))
+        )
+        if working:
+            settle_dead_runs(context, working, jetstream, spec=spec, options=options)
+        active = context.instance.get_runs(
             RunsFilter(tags={INGEST_TAG: ingest_id}, statuses=UNFINISHED), limit=5
         )
         if active:
-            active = settle_dead_runs(context, active, jetstream, spec=spec, options=options)
-        if active:
-            ids = ", ".join(record.dagster_run.run_id for record in active)
+            ids = ", ".join(run.run_id for run in active)
             reason = f"a run of ingest {ingest_id!r} is queued or in progress ({ids}); waiting"
             return SensorResult(skip_reason=SkipReason(reason), cursor=cursor.to_json())
         try:

@@ -186,6 +186,7 @@ def wait_for_lease(
     poll: float = 0.5,
     clock: Clock = utc_now,
     run_state: RunState | None = None,
+    ttl: float | None = None,
     log: logging.Logger | None = None,
 ) -> None:
     """Returns once the ingest's lease is free or expired, without taking it (`acquire_lease`
@@ -195,7 +196,10 @@ def wait_for_lease(
 
     A holder whose run Dagster has as over (SUCCESS, FAILURE, CANCELED: a killed run the
     sensor or the code server marked failed) cannot renew its lease, so the run waits for
-    it to lapse (at most the holder's TTL), however short `wait` is: a recovery requested
+    it to lapse (at most `ttl` more, the ingest's lease TTL, whatever time the lease says),
+    however short `wait` is; the holder's state is looked up again every few seconds while
+    the run waits, and once more before it gives up, so a holder marked failed meanwhile is
+    waited out too. A recovery requested
     right after a kill lands instead of failing. The lease is never taken before it lapses,
     since a holder that renewed it right before a write (`LeaseKeeper.fence`) counts on a
     whole TTL, and Dagster may have a run as failed whose process still works.
@@ -204,6 +208,8 @@ def wait_for_lease(
         bucket, stream, consumer, wait, poll, clock: as `acquire_lease`'s.
         run_state: what Dagster knows of the holder's run, for the wait and the error (None:
             nothing).
+        ttl: the longest extra wait for a holder Dagster has as over (None: until its lease
+            says it lapses).
         log: where a wait is reported, once when it starts.
 
     Raises:
@@ -212,7 +218,8 @@ def wait_for_lease(
             unknown.
     """
     deadline = time.monotonic() + wait
-    looked_up: str | None = None  # the holder whose run was looked up in Dagster
+    waited_out: str | None = None  # a holder Dagster has as over, whose lease is waited out
+    looked_at = -LOOK_EVERY  # when Dagster was last asked (monotonic)
     reported = False
     while True:
         entry = bucket.try_get(lease_key(stream, consumer))
@@ -220,11 +227,14 @@ def wait_for_lease(
         now = clock()
         if current is None or current.expires_at <= now:
             return
-        if run_state is not None and looked_up != current.holder:
-            looked_up = current.holder
+        due = time.monotonic() - looked_at >= LOOK_EVERY or time.monotonic() >= deadline
+        if run_state is not None and waited_out != current.holder and due:
+            looked_at = time.monotonic()
             state = _state_of(current.holder, run_state)
             if state in _OVER:  # its process is gone: the lease lapses by itself, soon
+                waited_out = current.holder
                 left = (current.expires_at - now).total_seconds()
+                left = left if ttl is None else min(left, ttl)
                 deadline = max(deadline, time.monotonic() + left + poll)
                 if log is not None:
                     log.info(
@@ -242,6 +252,9 @@ def wait_for_lease(
             )
             reported = True
         time.sleep(poll)
+
+
+LOOK_EVERY = 2.0  # seconds between two lookups of a lease holder's run while waiting
 
 
 def _state_of(holder: str, run_state: RunState) -> str | None:
@@ -266,13 +279,14 @@ def _holder_known(holder: str, run_state: RunState | None) -> str:
         return " Dagster here has no such run (another instance, or a jsl command, holds it)."
     if state in _OVER:  # waited out until its lease lapsed, which it did not
         return (
-            f" Dagster has that run as {state}, yet its lease was renewed since: its "
-            "process still works (marked failed from outside). Stop that process, or wait "
-            "for it."
+            f" Dagster has that run as {state}, yet its lease has not lapsed: it was renewed "
+            "since (its process still works, marked failed from outside: stop it, or wait "
+            "for it), or the hosts' clocks disagree."
         )
     return (
-        f" Dagster has that run as {state}: it is working, or its process died unseen "
-        "(run monitoring marks such a run failed)."
+        f" Dagster has that run as {state}: it is working, or its process died unseen (the "
+        "stream sensor marks such a run failed once its jsl/alive-until tag and its lease "
+        "have lapsed, and requests the recovery of its range)."
     )
 
 

@@ -15,13 +15,16 @@ NOW = dt.datetime(2026, 11, 21, 12, 0, tzinfo=dt.UTC)
 BRONZE = AssetKey(["bronze", "events"])
 
 
-def record(status=DagsterRunStatus.STARTED, *, tags=None, started_ago=None, selection=None):
+def record(
+    status=DagsterRunStatus.STARTED, *, tags=None, started_ago=None, selection=None, steps=None
+):
     run = DagsterRun(
         job_name="ingest_events",
         run_id=f"run-{status.value.lower()}-{started_ago}",
         status=status,
         tags=tags or {},
         asset_selection=selection,
+        step_keys_to_execute=steps,
     )
     start = None if started_ago is None else NOW.timestamp() - started_ago
     return RunRecord(1, run, NOW, NOW, start, None)
@@ -51,10 +54,16 @@ def test_a_run_that_never_said_it_is_alive_is_dead_only_after_the_grace_with_bro
     old = record(started_ago=90)
     old_with_bronze = record(started_ago=91, selection={BRONZE, AssetKey("silver")})
     old_without_bronze = record(started_ago=92, selection={AssetKey("silver")})
+    # A re-execution from failure keeps the selection and runs only the failed steps.
+    bronze_step = record(started_ago=93, steps=["bronze__events", "silver_events"])
+    only_silver_step = record(started_ago=94, steps=["silver_events"])
 
-    assert dead([young, old, old_with_bronze, old_without_bronze]) == [
+    assert dead(
+        [young, old, old_with_bronze, old_without_bronze, bronze_step, only_silver_step]
+    ) == [
         old.dagster_run.run_id,
         old_with_bronze.dagster_run.run_id,
+        bronze_step.dagster_run.run_id,
     ]
 
 

@@ -221,6 +221,25 @@ def test_run_whose_process_stopped_saying_it_is_alive_is_marked_failed_and_its_r
     assert f"holds no lease on {ingest.stream}/bronze" in failure.message
 
 
+def test_a_dead_run_behind_many_queued_runs_is_still_seen_and_marked_failed(
+    js, ingest, jetstream_resource, dagster_instance
+):
+    """A backlog's pieces queue behind the run that died: the queue starts none of them
+    while the dead one holds the ingest's slot, so it is judged however many are queued."""
+    publish(js, ingest, 5)
+    dead = started_run_alive_until(dagster_instance, ingest, NOW - dt.timedelta(seconds=1))
+    tags = {"jsl/ingest": f"{ingest.stream}:bronze"}
+    queued = [record_run(dagster_instance, tags, DagsterRunStatus.QUEUED) for _ in range(6)]
+
+    result = tick(make_sensor(ingest), dagster_instance, jetstream_resource)
+
+    assert dagster_instance.get_run_by_id(dead.run_id).status == DagsterRunStatus.FAILURE
+    assert not result.run_requests  # the queued pieces go on; the sensor waits for them
+    assert "is queued or in progress" in result.skip_reason.skip_message
+    assert dead.run_id not in result.skip_reason.skip_message
+    assert queued[-1].run_id in result.skip_reason.skip_message
+
+
 def test_run_that_says_it_is_alive_or_still_holds_its_lease_is_waited_for(
     js, ingest, jetstream_resource, dagster_instance
 ):

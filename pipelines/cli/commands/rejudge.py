@@ -198,7 +198,10 @@ def run(args: argparse.Namespace) -> int:
                 policy=silver.policy,
                 quarantine_name=silver.quarantine,
             )
-            watermark = watermarks.load(stage_name(ingest.stream))
+            try:  # the rows have moved: a failure from here on only keeps Dagster untold
+                watermark = watermarks.load(stage_name(ingest.stream))
+            except JetStreamError as error:
+                watermark, unread = None, error
     except (SchemaChangeError, RejudgeError, JetStreamError, OSError) as error:
         print(f"{prog}: {' '.join(str(error).split())}", file=sys.stderr)
         return 1
@@ -206,6 +209,14 @@ def run(args: argparse.Namespace) -> int:
         print(f"{prog}: {error}", file=sys.stderr)
         return 2
     print(summary(result, args.stream))
+    if watermark is None:
+        print(
+            f"{prog}: Dagster not told (the stage's watermark could not be read: "
+            f"{' '.join(str(unread).split())}): launch what follows silver (gold) to bring it "
+            "up to date",
+            file=sys.stderr,
+        )
+        return 0
     mode = "retry" if args.command == "quarantine" else "rebuild"
     events = rejudge_events(
         contract, tables, paths, result, watermark,
@@ -220,8 +231,7 @@ def _tell_dagster(prog: str, settings: Settings, events: list) -> None:
     """Reports `events` (`rejudge_events`) on the Dagster instance whose automation follows
     silver: `$DAGSTER_HOME`'s, else the data directory's if it has one. Prints what it did;
     a report that cannot be made is one line on stderr (the rows have moved all the same)."""
-    from dagster import AssetMaterialization, DagsterError, DagsterInstance
-    from sqlalchemy.exc import SQLAlchemyError
+    from dagster import AssetMaterialization, DagsterInstance
 
     tables = ", ".join(
         e.asset_key.to_user_string() for e in events if isinstance(e, AssetMaterialization)
@@ -244,7 +254,7 @@ def _tell_dagster(prog: str, settings: Settings, events: list) -> None:
         with instance:
             for event in events:
                 instance.report_runless_asset_event(event)
-    except (DagsterError, SQLAlchemyError, OSError) as error:
+    except Exception as error:  # a bad dagster.yaml, its storage, whatever: best effort
         print(
             f"{prog}: Dagster not told ({' '.join(str(error).split())}): what follows "
             f"{tables} (gold) waits for silver's next run; launch it to bring it up to date now",

@@ -5,6 +5,7 @@ from __future__ import annotations
 import datetime as dt
 import json
 import logging
+import time
 
 import pytest
 
@@ -133,7 +134,7 @@ def test_second_holder_fails_fast_with_lease_held_error_naming_the_holder(bucket
 @pytest.mark.parametrize(
     ("state", "said"),
     [
-        ("FAILURE", "Dagster has that run as FAILURE, yet its lease was renewed since"),
+        ("FAILURE", "Dagster has that run as FAILURE, yet its lease has not lapsed"),
         ("STARTED", "Dagster has that run as STARTED: it is working, or its process died"),
         (None, "Dagster here has no such run"),
     ],
@@ -178,6 +179,39 @@ def test_a_lease_whose_holder_dagster_has_as_over_is_waited_out_however_short_th
     acquire_lease(bucket, stream="S", consumer="c", holder="run-b", ttl=60)
     with pytest.raises(LeaseHeldError):  # a working holder's lease is refused at once
         wait_for_lease(bucket, stream="S", consumer="c", run_state=lambda _: "STARTED")
+
+
+def test_the_wait_for_a_holder_dagster_has_as_over_is_at_most_the_ttl_whatever_the_lease_says(
+    bucket,
+):
+    """A lease written by a host whose clock runs an hour ahead is not waited for an hour."""
+    acquire_lease(bucket, stream="S", consumer="c", holder="killed-run", ttl=3600)
+    started = time.monotonic()
+
+    with pytest.raises(LeaseHeldError) as raised:
+        wait_for_lease(
+            bucket, stream="S", consumer="c", run_state=lambda _: "FAILURE", ttl=0.5, poll=0.1
+        )
+
+    assert time.monotonic() - started < 30  # not the lease's hour
+    assert "yet its lease has not lapsed" in str(raised.value)
+
+
+def test_a_holder_marked_failed_while_the_run_waits_is_waited_out_too(bucket):
+    acquire_lease(bucket, stream="S", consumer="c", holder="killed-run", ttl=3)
+    states = iter(["STARTED"])  # then FAILURE: the sensor saw it dead meanwhile
+
+    wait_for_lease(
+        bucket,
+        stream="S",
+        consumer="c",
+        wait=0.1,
+        poll=0.05,
+        run_state=lambda _: next(states, "FAILURE"),
+    )
+
+    held = LeaseValue.from_json(bucket.get(lease_key("S", "c")).value)
+    assert held.expires_at <= dt.datetime.now(dt.UTC)  # waited until it lapsed
 
 
 def test_released_lease_can_be_taken_at_once(bucket):
