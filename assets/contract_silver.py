@@ -381,7 +381,7 @@ def _materialise(
 ) -> list[MaterializeResult | AssetCheckResult]:
     """Every table's `MaterializeResult`, then the selected checks' results, of one stage run
     (the run's `batch`th)."""
-    now = dt.datetime.now(dt.UTC)
+    now = dt.datetime.now(dt.timezone.utc)
     paths = {target: lakehouse.table_path(table) for target, table in silver.tables.items()}
     watermarks = WatermarkStore(client.create_key_value(silver.ingest.checkpoint_bucket_spec()))
     result = _run_stage(silver, context, session, watermarks, lakehouse, quality, paths, now)

@@ -53,7 +53,7 @@ def file_trashed_events(
         spark.get_session(),
         silver_path,
         watermarks=watermarks,
-        now=dt.datetime.now(dt.UTC),
+        now=dt.datetime.now(dt.timezone.utc),
         run_id=context.run.run_id,
     )
     context.log.info(

@@ -74,7 +74,7 @@ def gold_file_trash(
         daily_by_mime_type=lakehouse.table_path(tables.GOLD_DAILY_BY_MIME_TYPE),
         expiring_files=lakehouse.table_path(tables.GOLD_EXPIRING_FILES),
     )
-    now = dt.datetime.now(dt.UTC)
+    now = dt.datetime.now(dt.timezone.utc)
     within = dt.timedelta(days=config.expiring_within_days)
     unchanged = gold_unchanged(paths, now=now, expiring_within=within)
     if unchanged is not None:

@@ -67,7 +67,9 @@ def build_lag_check(spec: IngestSpec, key_prefix: str = "bronze") -> AssetChecks
     )
     def consumer_lag(jetstream: JetStreamResource) -> AssetCheckResult:
         """Reads the consumer's lag now and judges it against the ingest's bounds."""
-        outcome = judge_lag(read_lag(jetstream.get_client(), spec), spec, dt.datetime.now(dt.UTC))
+        outcome = judge_lag(
+            read_lag(jetstream.get_client(), spec), spec, dt.datetime.now(dt.timezone.utc)
+        )
         return AssetCheckResult(
             passed=outcome.passed,
             metadata=lag_metadata(outcome),

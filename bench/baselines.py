@@ -139,7 +139,7 @@ async def naive(url: str, spark, stream: str, durable: str, path: str, count: in
         landed, started = 0, time.monotonic()
         while landed < count:
             msgs = await sub.fetch(NAIVE_FETCH, timeout=10)
-            now = dt.datetime.now(dt.UTC)
+            now = dt.datetime.now(dt.timezone.utc)
             rows = []
             for msg in msgs:
                 meta = msg.metadata

@@ -302,7 +302,7 @@ def throughput(
     (the other options) goes to each. The rates go lowest first and stop after the first that
     misses (or fails): above it the backlog only grows.
     """
-    stamp = dt.datetime.now(dt.UTC).strftime("%Y%m%dT%H%M%SZ")
+    stamp = dt.datetime.now(dt.timezone.utc).strftime("%Y%m%dT%H%M%SZ")
     out = out or REPO / "bench" / "results" / f"throughput-{stamp}.json"
     points: list[dict[str, object]] = []
     for rate in rates:
@@ -392,12 +392,14 @@ def main(argv: list[str] | None = None) -> dict[str, object]:
             if getattr(args, flag)
         ]
         return throughput(rates, args.seconds, passed_on, args.out)
-    stamp = dt.datetime.now(dt.UTC).strftime("%Y%m%dT%H%M%SZ")
+    stamp = dt.datetime.now(dt.timezone.utc).strftime("%Y%m%dT%H%M%SZ")
     out = args.out or REPO / "bench" / "results" / f"freshness-{stamp}.json"
     root = Path(tempfile.mkdtemp(prefix="jsl-freshness-"))
     settings = Settings.from_env({"LAKEHOUSE_DATA_DIR": str(root)})
     count = int(args.rate * args.seconds)
-    events = generate_event_mix(count, bad_share=args.bad_share, now=dt.datetime.now(dt.UTC))
+    events = generate_event_mix(
+        count, bad_share=args.bad_share, now=dt.datetime.now(dt.timezone.utc)
+    )
     good = [e.msg_id for e in events if e.kind == GOOD]
     published: dict[str, float] = {}
     speed_before = python_speed_ms()  # how fast the machine is (bench/sampling.py)

@@ -36,7 +36,7 @@ from resources.quality.in_memory import PANDAS_MAX_ROWS
 from resources.spark import SparkResource, SparkSettings
 from resources.spark_connect import ConnectServer
 
-NOW = dt.datetime(2026, 11, 26, 12, 0, tzinfo=dt.UTC)
+NOW = dt.datetime(2026, 11, 26, 12, 0, tzinfo=dt.timezone.utc)
 UUID = r"^[0-9a-fA-F]{8}(-[0-9a-fA-F]{4}){3}-[0-9a-fA-F]{12}\z"
 
 

@@ -63,7 +63,7 @@ from resources.jetstream import (
 from resources.jetstream.server.embedded import find_nats_server_binary
 from resources.spark import SparkResource
 
-NOW = dt.datetime(2026, 11, 21, 12, 0, tzinfo=dt.UTC)
+NOW = dt.datetime(2026, 11, 21, 12, 0, tzinfo=dt.timezone.utc)
 PUBLISH_CHUNK = 20_000  # events generated and published per publish_batch call
 REPO = Path(__file__).resolve().parent.parent
 
@@ -362,7 +362,7 @@ def main(argv: list[str] | None = None) -> dict[str, object]:
     paths = set(args.paths.split(","))
     if args.events < 1 or not paths <= {"a", "b", "c"}:
         parser.error("--events must be >= 1 and --paths a subset of a,b,c")
-    stamp = dt.datetime.now(dt.UTC).strftime("%Y%m%dT%H%M%SZ")
+    stamp = dt.datetime.now(dt.timezone.utc).strftime("%Y%m%dT%H%M%SZ")
     out = args.out or REPO / "bench" / "results" / f"ingest-{stamp}.json"
     readers = args.readers or IngestSpec.readers
     root = Path(tempfile.mkdtemp(prefix="jsl-bench-"))

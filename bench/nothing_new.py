@@ -60,7 +60,7 @@ def git_commit() -> str:
 
 def publish(url: str, count: int, seed: int) -> None:
     """Publishes `count` FileDeletedEvents on the embedded server."""
-    now = dt.datetime.now(dt.UTC)
+    now = dt.datetime.now(dt.timezone.utc)
     events = generate_file_deleted_events(count, now=now, seed=seed)
     with JetStreamResource(servers=url).client() as client:
         client.publish_batch(
@@ -138,7 +138,7 @@ def main(argv: list[str] | None = None) -> dict[str, object]:
     parser.add_argument("--settle", type=int, default=3, help="launches allowed to settle")
     parser.add_argument("--out", type=Path, default=None, help="results JSON path")
     args = parser.parse_args(argv)
-    stamp = dt.datetime.now(dt.UTC).strftime("%Y%m%dT%H%M%SZ")
+    stamp = dt.datetime.now(dt.timezone.utc).strftime("%Y%m%dT%H%M%SZ")
     out = args.out or REPO / "bench" / "results" / f"nothing-new-{stamp}.json"
     data_dir = Path(tempfile.mkdtemp(prefix="jsl-nothing-new-"))
     settings = Settings.from_env({"LAKEHOUSE_DATA_DIR": str(data_dir)})

@@ -77,7 +77,7 @@ from resources.jetstream import EmbeddedNatsServer, JetStreamResource, KeyValueS
 from resources.quality import DataQualityResource
 from resources.spark import SparkResource
 
-NOW = dt.datetime(2026, 11, 21, 12, 0, tzinfo=dt.UTC)
+NOW = dt.datetime(2026, 11, 21, 12, 0, tzinfo=dt.timezone.utc)
 STREAM = "FILE_EVENTS"
 HISTORY_SPAN = dt.timedelta(days=100)  # history is published over the 100 days before NOW
 ROWS_PER_FILE = 250_000  # history files (a compacted table; small runs leave smaller files)
@@ -622,7 +622,7 @@ def main(argv: list[str] | None = None) -> dict[str, object]:
     histories = sorted(int(h) for h in args.history.split(","))
     if any(h < 0 for h in histories) or args.batch < 1000:
         parser.error("--history sizes must be >= 0 and --batch >= 1000")
-    stamp = dt.datetime.now(dt.UTC).strftime("%Y%m%dT%H%M%SZ")
+    stamp = dt.datetime.now(dt.timezone.utc).strftime("%Y%m%dT%H%M%SZ")
     out = args.out or REPO / "bench" / "results" / f"pipeline-{stamp}.json"
     root = Path(tempfile.mkdtemp(prefix="jsl-pipeline-"))
     results: dict[str, object] = {

@@ -34,7 +34,7 @@ from pipelines.ingest.bronze import BRONZE_ARROW_SCHEMA, BRONZE_SCHEMA
 from pipelines.ingest.reader import RangeRead, read_slice
 from pipelines.ingest.spec import IngestSpec
 
-NOW = dt.datetime(2026, 11, 21, 12, 0, tzinfo=dt.UTC)
+NOW = dt.datetime(2026, 11, 21, 12, 0, tzinfo=dt.timezone.utc)
 PROFILE_EVENTS = 100_000  # messages the in-process profiles read at most
 
 
@@ -200,7 +200,7 @@ class PipelinedArrowReader:
         published = pc.cast(
             nanos.cast(pa.timestamp("ns", tz="UTC")), pa.timestamp("us", tz="UTC"), safe=False
         )
-        now = dt.datetime.now(dt.UTC)
+        now = dt.datetime.now(dt.timezone.utc)
         columns = [
             pa.repeat(pa.scalar(self.stream), n),
             seq,

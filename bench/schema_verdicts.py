@@ -40,7 +40,7 @@ from tests.pipelines.contract.corpus import corpus_events
 from tests.pipelines.silver.test_corpus_verdicts import subject
 
 ORDERS = PROJECT_DIR / "tests/pipelines/contract/fixtures/orders.yaml"
-PUBLISHED = dt.datetime(2026, 11, 27, 12, 0, tzinfo=dt.UTC)
+PUBLISHED = dt.datetime(2026, 11, 27, 12, 0, tzinfo=dt.timezone.utc)
 
 
 def orders_payload(n: int) -> str:

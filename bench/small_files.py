@@ -111,7 +111,7 @@ def main(argv: list[str] | None = None) -> dict[str, object]:
     parser.add_argument("--readers", type=int, default=2, help="files per commit")
     parser.add_argument("--out", type=Path, default=None, help="results JSON path")
     args = parser.parse_args(argv)
-    stamp = dt.datetime.now(dt.UTC).strftime("%Y%m%dT%H%M%SZ")
+    stamp = dt.datetime.now(dt.timezone.utc).strftime("%Y%m%dT%H%M%SZ")
     out = args.out or REPO / "bench" / "results" / f"small-files-{stamp}.json"
     root = Path(tempfile.mkdtemp(prefix="jsl-small-files-"))
     total = args.runs * args.batch

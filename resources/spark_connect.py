@@ -36,10 +36,11 @@ import time
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
-from typing import NoReturn, Self
+from typing import NoReturn
 
 import pyspark
 
+from resources.backports import Self
 from resources.spark import LOOPBACK, SparkSettings, resolved_conf
 
 SPARK_SUBMIT = Path(pyspark.__file__).resolve().parent / "bin" / "spark-submit"

@@ -63,7 +63,7 @@ def one_line_spark_errors(stage: str, log_dir: Path | None = None) -> Iterator[N
     except (PySparkException, Py4JError) as error:
         folder = log_dir or default_data_dir() / "logs"
         folder.mkdir(parents=True, exist_ok=True)
-        stamp = dt.datetime.now(dt.UTC).strftime("%Y%m%dT%H%M%S%fZ")
+        stamp = dt.datetime.now(dt.timezone.utc).strftime("%Y%m%dT%H%M%S%fZ")
         log_file = folder / f"{re.sub(r'[^A-Za-z0-9_.-]', '_', stage)}-{stamp}.log"
         log_file.write_text("".join(traceback.format_exception(error)))
         raise SparkStageError(stage, first_line(error), log_file) from None

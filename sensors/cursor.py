@@ -86,13 +86,13 @@ class StreamSensorCursor:
 
     def requested(self, end: int, now: dt.datetime) -> StreamSensorCursor:
         """The cursor after requesting runs up to `end` at `now`."""
-        return StreamSensorCursor(last_end=end, requested_at=now.astimezone(dt.UTC))
+        return StreamSensorCursor(last_end=end, requested_at=now.astimezone(dt.timezone.utc))
 
     def waiting(self, now: dt.datetime) -> StreamSensorCursor:
         """The cursor after a tick that saw messages too few to request (yet)."""
         if self.pending_since is not None:
             return self
-        return replace(self, pending_since=now.astimezone(dt.UTC))
+        return replace(self, pending_since=now.astimezone(dt.timezone.utc))
 
     def caught_up(self) -> StreamSensorCursor:
         """The cursor after a tick that saw nothing new."""
@@ -104,7 +104,7 @@ class StreamSensorCursor:
 
 
 def _iso(value: dt.datetime | None) -> str | None:
-    return None if value is None else value.astimezone(dt.UTC).isoformat()
+    return None if value is None else value.astimezone(dt.timezone.utc).isoformat()
 
 
 def _time(value: Any) -> dt.datetime | None:
@@ -113,4 +113,4 @@ def _time(value: Any) -> dt.datetime | None:
     parsed = dt.datetime.fromisoformat(value)
     if parsed.tzinfo is None:
         raise ValueError(f"time {value!r} has no time zone")
-    return parsed.astimezone(dt.UTC)
+    return parsed.astimezone(dt.timezone.utc)

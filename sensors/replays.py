@@ -40,6 +40,7 @@ from dagster import (
 from pipelines.ingest.lease import Clock, utc_now
 from pipelines.ingest.replay import resolve_time_window
 from pipelines.ingest.spec import IngestSpec
+from resources.backports import fromisoformat
 from resources.jetstream import JetStreamClient, JetStreamResource, KeyValueBucket, KvEntry
 from resources.jetstream.errors import JetStreamError, RevisionConflictError
 from sensors.stream import RANGE_TAG, SensorTickError, tick_client
@@ -114,7 +115,7 @@ def resolve_request(
             'time zone (e.g. "2026-11-21T00:00:00Z")'
         )
     try:
-        start_time, end_time = (dt.datetime.fromisoformat(v) for v in times)
+        start_time, end_time = (fromisoformat(v) for v in times)
     except ValueError as error:
         raise RejectedRequest(f"unreadable time: {error}") from None
     if start_time.tzinfo is None or end_time.tzinfo is None or end_time <= start_time:
@@ -219,7 +220,7 @@ def build_replay_request_sensor(
         entry: KvEntry,
     ) -> tuple[list[RunRequest], str]:
         """The runs to request for one key, and what was done (for the tick's summary)."""
-        now = clock().astimezone(dt.UTC)
+        now = clock().astimezone(dt.timezone.utc)
         doc = decode_record(entry.value)
         status = doc.get("status") if doc is not None else None
         if status in DONE:
@@ -262,7 +263,7 @@ def build_replay_request_sensor(
 
     def reject(context, kv, entry, doc, reason: str) -> tuple[list[RunRequest], str]:
         context.log.warning(f"replay request {entry.key!r} rejected: {reason}")
-        now = clock().astimezone(dt.UTC).isoformat()
+        now = clock().astimezone(dt.timezone.utc).isoformat()
         rejected = {**doc, "status": REJECTED, "reason": reason, "rejected_at": now}
         write(context, kv, entry, {**rejected, "request_revision": entry.revision})
         return [], REJECTED

@@ -108,7 +108,7 @@ def test_webserver_and_daemon_reach_the_code_location_named_in_the_workspace(com
 
 
 def test_local_workspace_and_pyproject_name_the_same_module_and_location():
-    import tomllib
+    from resources.backports import tomllib
 
     workspace = yaml.safe_load((PROJECT / "workspace.yaml").read_text())
     [entry] = workspace["load_from"]

@@ -125,7 +125,7 @@ def check_evaluations(result) -> dict[str, object]:
 def test_a_known_mix_lands_with_exact_counts_checks_artifacts_and_no_change_on_rerun(
     pipeline, spark
 ):
-    now = dt.datetime.now(dt.UTC)
+    now = dt.datetime.now(dt.timezone.utc)
     events = generate_event_mix(200, bad_share=0.1, now=now, seed=7)
     kinds = summarize(events)
     assert kinds == {
@@ -250,7 +250,7 @@ def test_a_known_mix_lands_with_exact_counts_checks_artifacts_and_no_change_on_r
 
 
 def test_a_failed_critical_check_keeps_gold_from_materialising(pipeline, spark):
-    now = dt.datetime.now(dt.UTC)
+    now = dt.datetime.now(dt.timezone.utc)
     events: list[FileDeletedEvent] = list(generate_file_deleted_events(40, now=now, seed=3))
     messages = []
     for index, event in enumerate(events):

@@ -239,7 +239,7 @@ def materialize(out: DemoOutput, settings: Settings, nats_url: str, selection: s
     # dg finds the code location through pyproject.toml's [tool.dg] (pipelines.definitions).
     command = [str(Path(sys.executable).parent / "dg"), "launch", "--assets", selection]
     env = dagster_env(settings, nats_url)  # writes DAGSTER_HOME/dagster.yaml if missing
-    started = dt.datetime.now(dt.UTC)
+    started = dt.datetime.now(dt.timezone.utc)
     with DagsterInstance.from_config(str(settings.dagster_home)) as instance:
         report = RunReport(instance, started)
         total = report.selected_assets(selection)

@@ -55,6 +55,6 @@ def publish_sample(
     Returns:
         Events per kind and the stream sequences they got.
     """
-    events = generate_event_mix(count, bad_share=bad_share, now=dt.datetime.now(dt.UTC))
+    events = generate_event_mix(count, bad_share=bad_share, now=dt.datetime.now(dt.timezone.utc))
     published = publish_events(js, events, on_progress=on_progress)
     return SamplePublished(summarize(events), published.first_seq, published.last_seq)

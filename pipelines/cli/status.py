@@ -342,6 +342,6 @@ def table_statuses(
             found.append(TableStatus(name, path, None, None, None))
             continue
         rows = spark.read.format("delta").option("versionAsOf", last["version"]).load(path).count()
-        committed = last["timestamp"].astimezone(dt.UTC)  # Spark hands back local time
+        committed = last["timestamp"].astimezone(dt.timezone.utc)  # Spark hands back local time
         found.append(TableStatus(name, path, last["version"], rows, committed))
     return tuple(found)

@@ -15,11 +15,18 @@ import contextlib
 import os
 import signal
 import subprocess
+import sys
 import time
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 
 import psutil
+
+# The command runs in a process group of its own: `process_group=0` from Python 3.11 on, the
+# same setpgid(0, 0) through `preexec_fn` on 3.10.
+OWN_PROCESS_GROUP: dict = (
+    {"process_group": 0} if sys.version_info >= (3, 11) else {"preexec_fn": os.setpgrp}
+)
 
 DEFAULT_GRACE = 60.0  # seconds for the command to shut down after the first signal
 TERM_GRACE = 10.0  # seconds after the SIGTERM to the group, before SIGKILL
@@ -115,7 +122,9 @@ class Supervisor:
         for signum in FORWARDED_SIGNALS:
             signal.signal(signum, lambda signum, _frame: self._forward(signum))
         try:
-            process = subprocess.Popen(self.command, env=self.env, cwd=self.cwd, process_group=0)
+            process = subprocess.Popen(
+                self.command, env=self.env, cwd=self.cwd, **OWN_PROCESS_GROUP
+            )
         except BaseException:
             for signum, handler in previous.items():
                 signal.signal(signum, handler)

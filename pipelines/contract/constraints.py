@@ -24,7 +24,6 @@ from __future__ import annotations
 
 import datetime as dt
 import decimal
-import enum
 import re
 from dataclasses import dataclass
 from dataclasses import field as dataclass_field
@@ -35,13 +34,14 @@ from pipelines.contract.durations import format_duration
 from pipelines.contract.durations import parse_duration as parse_duration  # re-exported
 from pipelines.contract.errors import ContractError
 from pipelines.contract.formats import FORMAT_TEXT, StringFormat
+from resources.backports import StrEnum
 
 Number = int | float
 # What a number written as text is judged as (`Constraint.numeric_text`).
 DECIMAL_TEXT_TYPE = FieldType(TypeKind.DECIMAL, precision=38, scale=18)
 
 
-class Severity(enum.StrEnum):
+class Severity(StrEnum):
     """What a broken rule does."""
 
     QUARANTINE = "quarantine"  # the row goes to quarantine instead of its silver table

@@ -13,17 +13,17 @@
 from __future__ import annotations
 
 import dataclasses
-import enum
 import re
 from dataclasses import dataclass
 from typing import Protocol
 
 from pipelines.contract.errors import ContractError
+from resources.backports import StrEnum
 
 MAX_DECIMAL_PRECISION = 38  # Spark's DecimalType limit
 
 
-class TypeKind(enum.StrEnum):
+class TypeKind(StrEnum):
     """What a column holds."""
 
     STRING = "string"
@@ -40,7 +40,7 @@ class TypeKind(enum.StrEnum):
     JSON = "json"  # any JSON value, kept as its JSON text (a schema with no type)
 
 
-class TimestampEncoding(enum.StrEnum):
+class TimestampEncoding(StrEnum):
     """How a timestamp is written in the JSON message."""
 
     ISO8601 = "iso8601"  # a string with a zone, e.g. 2026-11-21T10:00:00.000Z

@@ -12,7 +12,6 @@ checks the envelope against every event type, and its rules are derived from bot
 
 from __future__ import annotations
 
-import enum
 import re
 from dataclasses import dataclass, replace
 
@@ -28,6 +27,7 @@ from pipelines.contract.fields import (
     field_source,
 )
 from pipelines.contract.schema_check import SchemaCheck
+from resources.backports import StrEnum
 
 __all__ = ["CLOUDEVENTS_FIELDS", "Envelope", "EnvelopePreset", "EventType", "UnknownFields"]
 
@@ -35,7 +35,7 @@ _TABLE = re.compile(r"^[A-Za-z0-9_]+(/[A-Za-z0-9_]+)*$")
 _SUBJECT_TOKEN = re.compile(r"^[^\s.*>]+$")
 
 
-class UnknownFields(enum.StrEnum):
+class UnknownFields(StrEnum):
     """What to do with message fields the event type does not declare."""
 
     KEEP = "keep"  # keep them, as JSON text, in a map<string,string> column `unknown_fields`
@@ -141,7 +141,7 @@ class EventType:
         return (*columns, *((d.name, d.type) for d in self.derived))
 
 
-class EnvelopePreset(enum.StrEnum):
+class EnvelopePreset(StrEnum):
     """A known envelope, declared by name instead of paths."""
 
     # CloudEvents 1.0 over NATS: binary mode (`ce-*` headers, the payload is the data) when

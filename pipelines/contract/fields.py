@@ -19,13 +19,13 @@ Column names are plain SQL identifiers, compared case-insensitively as Spark res
 
 from __future__ import annotations
 
-import enum
 import re
 from dataclasses import dataclass
 
 from pipelines.contract.constraints import Constraint
 from pipelines.contract.datatypes import FieldType, TypeKind, stable_repr
 from pipelines.contract.errors import ContractError, PathPart
+from resources.backports import StrEnum
 
 # Columns silver adds to every table (where the row came from, which run wrote it, what it
 # broke): a field or derived column of the same name would collide with them.
@@ -59,7 +59,7 @@ TEXT_KINDS = (
 )
 
 
-class SourceKind(enum.StrEnum):
+class SourceKind(StrEnum):
     """Where a field's value comes from: the prefix of its path (none for the payload)."""
 
     PAYLOAD = "payload"

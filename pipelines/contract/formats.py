@@ -22,10 +22,10 @@ accepted as pydantic writes it; `jsonschema` wants one).
 
 from __future__ import annotations
 
-import enum
+from resources.backports import StrEnum
 
 
-class StringFormat(enum.StrEnum):
+class StringFormat(StrEnum):
     """The string formats a `Format` constraint checks."""
 
     UUID = "uuid"

@@ -55,7 +55,9 @@ _FILES = [
 
 def isoformat_z(moment: dt.datetime) -> str:
     """An ISO-8601 UTC timestamp with millisecond precision and a 'Z' suffix."""
-    return moment.astimezone(dt.UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
+    return (
+        moment.astimezone(dt.timezone.utc).isoformat(timespec="milliseconds").replace("+00:00", "Z")
+    )
 
 
 def _field(description: str, **schema: Any) -> Any:

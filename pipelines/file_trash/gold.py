@@ -115,4 +115,6 @@ def expiring_files(file_deleted: DataFrame, *, now: dt.datetime, within: dt.time
 
 
 def _epoch_micros(moment: dt.datetime) -> int:
-    return (moment - dt.datetime(1970, 1, 1, tzinfo=dt.UTC)) // dt.timedelta(microseconds=1)
+    return (moment - dt.datetime(1970, 1, 1, tzinfo=dt.timezone.utc)) // dt.timedelta(
+        microseconds=1
+    )

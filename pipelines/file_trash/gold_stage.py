@@ -107,7 +107,7 @@ def run_gold(
         Each table's state, by short name ("daily_by_user", ...).
     """
     event = file_trash_contract().event_type(FILE_DELETED_EVENT)
-    day = now.astimezone(dt.UTC).replace(hour=0, minute=0, second=0, microsecond=0)
+    day = now.astimezone(dt.timezone.utc).replace(hour=0, minute=0, second=0, microsecond=0)
     # One silver version for all three tables; its changed days are read once for both
     # daily tables.
     source = read_source(spark, paths.file_deleted, silver_schema(event))
@@ -146,7 +146,7 @@ def gold_unchanged(
 
     Arguments as `run_gold`'s.
     """
-    day = now.astimezone(dt.UTC).replace(hour=0, minute=0, second=0, microsecond=0)
+    day = now.astimezone(dt.timezone.utc).replace(hour=0, minute=0, second=0, microsecond=0)
     try:
         source = logged_source(paths.file_deleted)
     except CannotTell:

@@ -38,7 +38,7 @@ from pipelines.lakehouse.delta_tables import table_exists, table_version
 from resources.jetstream import JsMessage
 
 PARTITION_COLUMNS = ("published_date",)
-EPOCH = dt.datetime(1970, 1, 1, tzinfo=dt.UTC)
+EPOCH = dt.datetime(1970, 1, 1, tzinfo=dt.timezone.utc)
 
 BRONZE_SCHEMA = StructType(
     [

@@ -40,7 +40,7 @@ class SeqRange:
 
     @classmethod
     def new(cls, start: int, end: int, run_id: str, now: dt.datetime) -> SeqRange:
-        return cls(start, end, run_id, now.astimezone(dt.UTC).isoformat())
+        return cls(start, end, run_id, now.astimezone(dt.timezone.utc).isoformat())
 
 
 @dataclass(frozen=True)
@@ -114,7 +114,7 @@ class Checkpoint:
             committed_end=planned.end,
             committed_version=delta_version,
             committed_run_id=planned.run_id,
-            committed_at=now.astimezone(dt.UTC).isoformat(),
+            committed_at=now.astimezone(dt.timezone.utc).isoformat(),
             recovered_by=by if by and by != planned.run_id else None,
             planned=None,
             gaps=self.gaps + ((gap,) if gap else ()),

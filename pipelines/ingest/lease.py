@@ -39,7 +39,7 @@ _OVER = ("SUCCESS", "FAILURE", "CANCELED")
 
 
 def utc_now() -> dt.datetime:
-    return dt.datetime.now(dt.UTC)
+    return dt.datetime.now(dt.timezone.utc)
 
 
 def lease_key(stream: str, consumer: str) -> str:

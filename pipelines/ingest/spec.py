@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from enum import StrEnum
 
+from resources.backports import StrEnum
 from resources.jetstream import ConsumerSpec, KeyValueSpec
 from resources.jetstream.core.validation import validate_name, validate_subject
 from resources.jetstream.errors import InvalidArgumentError

@@ -83,7 +83,7 @@ MAX_RANGES = 200
 # Widens each bucket's range of source times: a bucket computed in the session time zone
 # starts up to 14 hours away from the same wall time in UTC.
 _MARGIN = dt.timedelta(days=1)
-_EPOCH = dt.datetime(1970, 1, 1, tzinfo=dt.UTC)
+_EPOCH = dt.datetime(1970, 1, 1, tzinfo=dt.timezone.utc)
 
 
 @dataclass(frozen=True)

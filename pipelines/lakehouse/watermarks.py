@@ -56,7 +56,7 @@ class Watermark:
             self,
             position=position,
             run_id=run_id,
-            at=now.astimezone(dt.UTC).isoformat(),
+            at=now.astimezone(dt.timezone.utc).isoformat(),
             details=details,
         )
 

@@ -79,7 +79,7 @@ def store_silver_artifacts(
     manifest = RunManifest(
         run_id=run_id,
         asset=asset,
-        created_at=dt.datetime.now(dt.UTC),
+        created_at=dt.datetime.now(dt.timezone.utc),
         ranges={source_table: (result.bronze_start, result.bronze_end)},
         tables=tuple(states),
         checks=dict(checks),

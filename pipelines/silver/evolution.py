@@ -37,7 +37,6 @@ addition (breaking); the first run records them.
 from __future__ import annotations
 
 import dataclasses
-import enum
 import json
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
@@ -62,6 +61,7 @@ from pipelines.lakehouse.delta_tables import (
     live_table,
     table_version,
 )
+from resources.backports import StrEnum
 
 FINGERPRINT_PROPERTY = "jsl.contract.fingerprint"
 COLUMNS_PROPERTY = "jsl.contract.columns"  # JSON {json path: column} of the event's fields
@@ -72,14 +72,14 @@ COLUMN_MAPPING = {"delta.columnMapping.mode": "name"}
 SYSTEM_COLUMNS = frozenset({"contract_version"})
 
 
-class OnSchemaChange(enum.StrEnum):
+class OnSchemaChange(StrEnum):
     """What a run does when the contract and a live table differ (as dlt's schema contracts)."""
 
     EVOLVE = "evolve"  # apply additive, widening and rename changes; refuse breaking ones
     FREEZE = "freeze"  # refuse any difference, before the first write
 
 
-class ChangeKind(enum.StrEnum):
+class ChangeKind(StrEnum):
     """How a difference between the contract and a live table can be resolved."""
 
     ADDITIVE = "additive"

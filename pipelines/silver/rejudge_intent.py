@@ -39,7 +39,7 @@ Clock = Callable[[], dt.datetime]
 
 
 def utc_now() -> dt.datetime:
-    return dt.datetime.now(dt.UTC)
+    return dt.datetime.now(dt.timezone.utc)
 
 
 def intent_key(stage: str) -> str:
@@ -82,7 +82,7 @@ def _time(value: str | None) -> dt.datetime | None:
 
 
 def _iso(value: dt.datetime | None) -> str | None:
-    return None if value is None else value.astimezone(dt.UTC).isoformat()
+    return None if value is None else value.astimezone(dt.timezone.utc).isoformat()
 
 
 @dataclass(frozen=True)

@@ -65,12 +65,12 @@ def published(sel: Selection, *, partitions: bool = False) -> Column:
     if sel.since is not None:
         found = found & (F.col("published") >= F.lit(sel.since))
         if partitions:
-            day = sel.since.astimezone(dt.UTC).date()
+            day = sel.since.astimezone(dt.timezone.utc).date()
             found = found & (F.col("published_date") >= F.lit(day))
     if sel.until is not None:
         found = found & (F.col("published") < F.lit(sel.until))
         if partitions:
-            day = sel.until.astimezone(dt.UTC).date()
+            day = sel.until.astimezone(dt.timezone.utc).date()
             found = found & (F.col("published_date") <= F.lit(day))
     return found
 

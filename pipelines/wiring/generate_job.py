@@ -90,7 +90,7 @@ def build_generate_job(
         events = generate_event_mix(
             config.count,
             bad_share=config.bad_share,
-            now=dt.datetime.now(dt.UTC),
+            now=dt.datetime.now(dt.timezone.utc),
             seed=config.seed,
             subject=subject,
         )

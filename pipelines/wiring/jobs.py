@@ -1,7 +1,5 @@
 """Jobs that are not plain asset materialisations: replays of past ranges."""
 
-import datetime as dt
-
 from dagster import (
     AssetMaterialization,
     Config,
@@ -15,6 +13,7 @@ from pydantic import Field
 
 from pipelines.ingest.replay import replay_range, resolve_time_window
 from pipelines.ingest.spec import IngestSpec
+from resources.backports import fromisoformat
 from resources.jetstream import JetStreamResource
 from resources.jetstream.errors import InvalidArgumentError
 from resources.lakehouse import LakehouseResource
@@ -51,8 +50,8 @@ def build_replay_job(spec: IngestSpec) -> JobDefinition:
             bounds = resolve_time_window(
                 client,
                 spec.stream,
-                dt.datetime.fromisoformat(config.start_time),
-                dt.datetime.fromisoformat(config.end_time),
+                fromisoformat(config.start_time),
+                fromisoformat(config.end_time),
             )
             if bounds is None:
                 context.log.info(f"{spec.stream} stored nothing in that window: nothing to do")

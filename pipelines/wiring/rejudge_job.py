@@ -44,6 +44,7 @@ from pipelines.silver.placement import placement
 from pipelines.silver.rejudge import RejudgeResult, rejudge
 from pipelines.silver.rejudge_intent import Selection
 from pipelines.silver.stage import QUARANTINE, stage_name
+from resources.backports import fromisoformat
 from resources.jetstream import JetStreamResource
 from resources.lakehouse import LakehouseResource
 from resources.spark import SparkResource
@@ -68,8 +69,8 @@ class RejudgeConfig(Config):
         def when(text: str | None) -> dt.datetime | None:
             if text is None:
                 return None
-            moment = dt.datetime.fromisoformat(text)
-            return moment if moment.tzinfo else moment.replace(tzinfo=dt.UTC)
+            moment = fromisoformat(text)
+            return moment if moment.tzinfo else moment.replace(tzinfo=dt.timezone.utc)
 
         return Selection(
             quarantined_only=self.mode == "retry",
@@ -185,7 +186,7 @@ def build_rejudge_job(
             quarantine_path=paths[QUARANTINE],
             stage=stage_name(stream),
             run_id=context.run.run_id,
-            now=dt.datetime.now(dt.UTC),
+            now=dt.datetime.now(dt.timezone.utc),
             selection=config.selection(),
             source_table=ingest.table,
             policy=policy,

@@ -111,7 +111,7 @@ class Ticks:
 
     def __init__(self, instance):
         self.instance, self.cursor = instance, None
-        self.now = dt.datetime.now(dt.UTC).replace(second=0, microsecond=0)
+        self.now = dt.datetime.now(dt.timezone.utc).replace(second=0, microsecond=0)
 
     def __call__(self) -> set[AssetKey]:
         self.now += dt.timedelta(seconds=1)

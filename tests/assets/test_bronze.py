@@ -17,7 +17,7 @@ from resources.jetstream import StreamSpec, Topology, reconcile
 from resources.lakehouse import LakehouseResource
 from resources.spark import SparkResource
 
-NOW = dt.datetime(2026, 11, 21, 12, 0, tzinfo=dt.UTC)
+NOW = dt.datetime(2026, 11, 21, 12, 0, tzinfo=dt.timezone.utc)
 
 
 @pytest.fixture

@@ -77,7 +77,7 @@ def resources(tmp_path, server, spark) -> dict:
 
 def provision_and_publish(declared: JetStreamStream, resources: dict) -> dt.datetime:
     """Reconciles the declared topology and publishes the events; returns the future time."""
-    future = dt.datetime.now(dt.UTC) + dt.timedelta(days=1)
+    future = dt.datetime.now(dt.timezone.utc) + dt.timedelta(days=1)
     messages = []
     for i in range(COUNT):
         event = payload(i)

@@ -70,7 +70,7 @@ def resources(tmp_path, server, spark) -> dict:
 
 def bursts(count: int) -> list[list]:
     """`count` bursts of the file trash's event mix (a tenth of them bad), in order."""
-    now = dt.datetime.now(dt.UTC)
+    now = dt.datetime.now(dt.timezone.utc)
     events = generate_event_mix(BURST * count, bad_share=0.1, now=now, seed=35)
     return [events[i * BURST : (i + 1) * BURST] for i in range(count)]
 

@@ -11,7 +11,7 @@ from assets.liveness import ALIVE_TAG, alive_until, dead_runs, keep_run_alive
 from pipelines.ingest.lease import LeaseValue
 from tests.sensors.conftest import record_run
 
-NOW = dt.datetime(2026, 11, 21, 12, 0, tzinfo=dt.UTC)
+NOW = dt.datetime(2026, 11, 21, 12, 0, tzinfo=dt.timezone.utc)
 BRONZE = AssetKey(["bronze", "events"])
 
 

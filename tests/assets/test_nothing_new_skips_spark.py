@@ -82,7 +82,9 @@ def resources(tmp_path, server, spark) -> dict[str, object]:
 
 def publish(resources, count: int, *, seed: int) -> list[str]:
     """Publishes `count` FileDeletedEvents; their event ids."""
-    events = list(generate_file_deleted_events(count, now=dt.datetime.now(dt.UTC), seed=seed))
+    events = list(
+        generate_file_deleted_events(count, now=dt.datetime.now(dt.timezone.utc), seed=seed)
+    )
     with resources["jetstream"].client() as client:
         client.publish_batch(
             [("files.deleted", e.to_json(), {MSG_ID_HEADER: e.eventId}) for e in events]

@@ -68,7 +68,7 @@ def resources(tmp_path, server, spark) -> dict[str, object]:
 
 def publish(resources, count: int, *, seed: int, negative_every: int = 0) -> None:
     """Publishes `count` FileDeletedEvents; every `negative_every`-th has a negative size."""
-    now = dt.datetime.now(dt.UTC)
+    now = dt.datetime.now(dt.timezone.utc)
     messages = []
     for index, event in enumerate(generate_file_deleted_events(count, now=now, seed=seed)):
         payload = json.loads(event.to_json())

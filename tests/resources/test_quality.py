@@ -20,7 +20,7 @@ from resources.quality import (
     validate_dataframe,
 )
 
-NOW = dt.datetime(2026, 11, 21, 10, 0, tzinfo=dt.UTC)
+NOW = dt.datetime(2026, 11, 21, 10, 0, tzinfo=dt.timezone.utc)
 SCHEMA = StructType(
     [
         StructField("id", StringType()),

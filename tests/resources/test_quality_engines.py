@@ -35,7 +35,7 @@ from pipelines.silver.rule_columns import spark_pattern
 from resources.quality import QualityCheck, QualitySuite, validate_dataframe
 from resources.quality.in_memory import python_regex, refused_by_values, split
 
-NOW = dt.datetime(2026, 11, 26, 12, 0, tzinfo=dt.UTC)
+NOW = dt.datetime(2026, 11, 26, 12, 0, tzinfo=dt.timezone.utc)
 
 # Patterns as the silver suites write them, and constructs whose meaning differs subtly.
 PATTERNS = [
@@ -207,7 +207,7 @@ SCHEMA = StructType(
         StructField("name", StringType()),
     ]
 )
-T0 = dt.datetime(2026, 11, 26, 11, 0, tzinfo=dt.UTC)
+T0 = dt.datetime(2026, 11, 26, 11, 0, tzinfo=dt.timezone.utc)
 
 
 def _row(i: int, **overrides):
@@ -313,8 +313,8 @@ FRAMES = {
         _row(38, id="e-38\n", name=None),
         _row(39, at=T0 + dt.timedelta(hours=1), day=dt.date(2026, 11, 27)),
         _row(40, at=None, day__latest=None),
-        _row(41, at=dt.datetime(9999, 12, 31, tzinfo=dt.UTC), at__latest=None),
-        _row(42, at=dt.datetime(1, 1, 2, tzinfo=dt.UTC), day=dt.date(1, 1, 1)),
+        _row(41, at=dt.datetime(9999, 12, 31, tzinfo=dt.timezone.utc), at__latest=None),
+        _row(42, at=dt.datetime(1, 1, 2, tzinfo=dt.timezone.utc), day=dt.date(1, 1, 1)),
         _row(50, x=9.5, n=50),
         _row(51, n=0, x=0.0),
         _row(52, d=Decimal("20.30")),

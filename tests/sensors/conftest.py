@@ -15,7 +15,7 @@ from dagster._core.remote_origin import (
 from pipelines.ingest.spec import IngestSpec
 from resources.jetstream import JetStreamClient, StreamSpec, Topology, reconcile
 
-NOW = dt.datetime(2026, 11, 21, 12, 0, tzinfo=dt.UTC)
+NOW = dt.datetime(2026, 11, 21, 12, 0, tzinfo=dt.timezone.utc)
 
 
 @pytest.fixture

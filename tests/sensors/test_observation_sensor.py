@@ -37,7 +37,7 @@ def events_of(result: SensorResult, kind: type) -> list:
 
 
 def now_plus(seconds: float):
-    return lambda: dt.datetime.now(dt.UTC) + dt.timedelta(seconds=seconds)
+    return lambda: dt.datetime.now(dt.timezone.utc) + dt.timedelta(seconds=seconds)
 
 
 def test_a_tick_observes_the_stream_and_evaluates_the_lag_check(

@@ -144,7 +144,7 @@ def spark_session(prog: str, settings: Settings, **fields) -> Iterator:
 
     check_java()
     logs = settings.data_dir / "logs"
-    stamp = dt.datetime.now(dt.UTC).strftime("%Y%m%dT%H%M%SZ")
+    stamp = dt.datetime.now(dt.timezone.utc).strftime("%Y%m%dT%H%M%SZ")
     log_file = logs / f"{prog.replace(' ', '_')}-{stamp}.log"
     print(f"{prog}: Spark's log: {log_file}", file=sys.stderr, flush=True)
     with one_line_spark_errors(prog, logs):

@@ -84,7 +84,10 @@ def run(args: argparse.Namespace) -> int:
             raise ValueError(f"--timeout must be positive, got {args.timeout!r}")
         check_publish_args(args.rate, batch_size=1)
         events = generate_event_mix(
-            args.count, bad_share=args.bad_share, now=dt.datetime.now(dt.UTC), seed=args.seed
+            args.count,
+            bad_share=args.bad_share,
+            now=dt.datetime.now(dt.timezone.utc),
+            seed=args.seed,
         )
         with server_url(args, create_store=True) as url:
             resource = jetstream_resource(args, url)

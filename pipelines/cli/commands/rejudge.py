@@ -58,16 +58,17 @@ from pipelines.cli.commands import (
     written,
 )
 from pipelines.settings import Settings
+from resources.backports import fromisoformat
 
 PROG = {"quarantine": "jsl quarantine retry", "silver": "jsl silver rebuild"}
 
 
 def _when(text: str) -> dt.datetime:
     try:
-        moment = dt.datetime.fromisoformat(text)
+        moment = fromisoformat(text)
     except ValueError as error:
         raise argparse.ArgumentTypeError(f"not an ISO 8601 time: {text!r}") from error
-    return moment if moment.tzinfo else moment.replace(tzinfo=dt.UTC)
+    return moment if moment.tzinfo else moment.replace(tzinfo=dt.timezone.utc)
 
 
 def _selection_arguments(parser: argparse.ArgumentParser, *, rules: bool) -> None:
@@ -192,7 +193,7 @@ def run(args: argparse.Namespace) -> int:
                 quarantine_path=paths[QUARANTINE],
                 stage=stage_name(ingest.stream),
                 run_id=run_id,
-                now=dt.datetime.now(dt.UTC),
+                now=dt.datetime.now(dt.timezone.utc),
                 selection=selection,
                 source_table=ingest.table,
                 policy=silver.policy,

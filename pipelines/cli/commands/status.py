@@ -75,7 +75,7 @@ def run(args: argparse.Namespace) -> int:
         with server_url(args, create_store=False) as url:
             resource = jetstream_resource(args, url)
             with resource.client() as js:
-                now = dt.datetime.now(dt.UTC)
+                now = dt.datetime.now(dt.timezone.utc)
                 snapshot = status.take_snapshot(js, server=redact_url(url), now=now)
     except (JetStreamError, OSError, ValueError) as error:
         message = " ".join(str(error).split())
@@ -183,7 +183,7 @@ def _time(value: dt.datetime | str | None) -> str | None:
     if value is None:
         return None
     moment = dt.datetime.fromisoformat(value) if isinstance(value, str) else value
-    return moment.astimezone(dt.UTC).strftime("%Y-%m-%d %H:%M:%SZ")
+    return moment.astimezone(dt.timezone.utc).strftime("%Y-%m-%d %H:%M:%SZ")
 
 
 def _size(n: int) -> str:

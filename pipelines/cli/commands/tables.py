@@ -19,12 +19,12 @@ from __future__ import annotations
 import argparse
 import importlib
 import sys
-import tomllib
 import warnings
 from pathlib import Path
 
 from pipelines.cli.commands import spark_session, written
 from pipelines.settings import Settings
+from resources.backports import tomllib
 
 PROG = "jsl tables"
 DEFAULT_SAMPLE = 5

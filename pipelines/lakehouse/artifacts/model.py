@@ -192,7 +192,7 @@ class RunManifest:
             "format": MANIFEST_FORMAT,
             "run_id": self.run_id,
             "asset": self.asset,
-            "created_at": self.created_at.astimezone(dt.UTC).isoformat(),
+            "created_at": self.created_at.astimezone(dt.timezone.utc).isoformat(),
             "ranges": {key: list(bounds) for key, bounds in self.ranges.items()},
             "tables": [asdict(table) for table in self.tables],
             "checks": self.checks,

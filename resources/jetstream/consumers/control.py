@@ -45,7 +45,7 @@ class ConsumerControl:
         validate_name("stream", stream)
         validate_name("consumer", consumer)
         until = validate_aware_datetime("pause until", until)
-        if until <= dt.datetime.now(dt.UTC):
+        if until <= dt.datetime.now(dt.timezone.utc):
             raise InvalidArgumentError(
                 f"cannot pause consumer {consumer!r} of stream {stream!r} until {until!r}: that "
                 "is not in the future; to deliver again now, call resume()"

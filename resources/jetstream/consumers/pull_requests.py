@@ -16,12 +16,12 @@ import contextlib
 import json
 import time
 from dataclasses import dataclass
-from enum import StrEnum
 from typing import TYPE_CHECKING
 
 import nats.errors
 from nats.aio.msg import Msg
 
+from resources.backports import StrEnum
 from resources.jetstream.errors import (
     ConsumerNotFoundError,
     InvalidArgumentError,

@@ -15,7 +15,7 @@ import math
 import time
 from collections.abc import Awaitable, Callable, Coroutine
 from functools import cached_property
-from typing import Any, Protocol, Self, TypeVar
+from typing import Any, Protocol, TypeVar
 
 import nats.errors
 import nats.js.errors
@@ -23,6 +23,7 @@ from nats.aio.client import Client as NATS
 from nats.js import JetStreamContext
 from nats.js.manager import JetStreamManager
 
+from resources.backports import Self
 from resources.jetstream.connection.connect import open_connection
 from resources.jetstream.connection.settings import ConnectionSettings
 from resources.jetstream.core.retry import retry_transient

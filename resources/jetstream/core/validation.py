@@ -99,7 +99,7 @@ def validate_aware_datetime(what: str, value: dt.datetime) -> dt.datetime:
             f"{what} must be a timezone-aware datetime (e.g. datetime.now(timezone.utc)), "
             f"got {value!r}"
         )
-    return value.astimezone(dt.UTC)
+    return value.astimezone(dt.timezone.utc)
 
 
 __all__ = [

@@ -183,7 +183,7 @@ class KeyValueBucket(KvStream):
                 key=key,
                 value=msg.data or b"",
                 revision=msg.seq or 0,
-                created=msg.time or dt.datetime.fromtimestamp(0, dt.UTC),
+                created=msg.time or dt.datetime.fromtimestamp(0, dt.timezone.utc),
                 delta=len(found) - 1 - index,
                 operation=KvOperation(stored_operation(msg.headers or {})),
             )
@@ -280,7 +280,7 @@ class KeyValueBucket(KvStream):
                 key=key,
                 seq=revision,
             )
-        created = msg.time or dt.datetime.fromtimestamp(0, dt.UTC)
+        created = msg.time or dt.datetime.fromtimestamp(0, dt.timezone.utc)
         return KvEntry(self.name, key, msg.data or b"", msg.seq or 0, created, 0, KvOperation.PUT)
 
     async def _keys(self) -> list[str]:

@@ -9,10 +9,10 @@ from __future__ import annotations
 import datetime as dt
 from collections.abc import Mapping
 from dataclasses import dataclass
-from enum import StrEnum
 
 from nats.js.kv import KV_MARKER_REASON, KV_OP, KeyValue
 
+from resources.backports import StrEnum
 from resources.jetstream.streams.spec import Storage
 from resources.jetstream.streams.state import StreamState
 
@@ -44,7 +44,7 @@ class KvEntry:
             key=entry.key,
             value=entry.value or b"",
             revision=entry.revision or 0,
-            created=entry.created or dt.datetime.fromtimestamp(0, dt.UTC),
+            created=entry.created or dt.datetime.fromtimestamp(0, dt.timezone.utc),
             delta=entry.delta or 0,
             operation=KvOperation(entry.operation or KvOperation.PUT),
         )

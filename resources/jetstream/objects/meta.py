@@ -86,13 +86,13 @@ class ObjectInfo:
 
     def to_wire(self) -> dict[str, Any]:
         """The meta message's JSON, with Go's field names and omissions."""
-        modified = self.modified or dt.datetime.now(dt.UTC)
+        modified = self.modified or dt.datetime.now(dt.timezone.utc)
         meta: dict[str, Any] = {
             "name": self.name,
             "bucket": self.bucket,
             "nuid": self.nuid,
             "size": self.size,
-            "mtime": modified.astimezone(dt.UTC).isoformat().replace("+00:00", "Z"),
+            "mtime": modified.astimezone(dt.timezone.utc).isoformat().replace("+00:00", "Z"),
             "chunks": self.chunks,
         }
         options: dict[str, Any] = {}

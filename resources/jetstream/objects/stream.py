@@ -57,7 +57,7 @@ class ObjectStream:
             get_msg(jsm, self._stream, seq=ack.seq, direct=self._direct), what, info.name
         )
         if stored is None:  # already replaced by a newer put
-            return replace(info, modified=dt.datetime.now(dt.UTC))
+            return replace(info, modified=dt.datetime.now(dt.timezone.utc))
         return self._decode(stored, info.name)
 
     async def _last_meta(self, name: str) -> ObjectInfo | None:

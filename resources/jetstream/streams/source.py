@@ -24,7 +24,7 @@ from resources.jetstream.core.validation import (
 
 def utc_timestamp(value: dt.datetime) -> str:
     """A time as the server writes it: RFC 3339 in UTC with a trailing 'Z'."""
-    return value.astimezone(dt.UTC).isoformat().replace("+00:00", "Z")
+    return value.astimezone(dt.timezone.utc).isoformat().replace("+00:00", "Z")
 
 
 def parse_timestamp(value: str | None) -> dt.datetime | None:
@@ -34,7 +34,7 @@ def parse_timestamp(value: str | None) -> dt.datetime | None:
     head, _, rest = value.rstrip("Z").partition(".")
     digits = "".join(c for c in rest if c.isdigit())[:6]
     parsed = dt.datetime.fromisoformat(head + (f".{digits.ljust(6, '0')}" if digits else ""))
-    return parsed.replace(tzinfo=dt.UTC)
+    return parsed.replace(tzinfo=dt.timezone.utc)
 
 
 @dataclass(frozen=True)

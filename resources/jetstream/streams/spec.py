@@ -10,9 +10,9 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field, fields
-from enum import StrEnum
 from typing import Any
 
+from resources.backports import StrEnum
 from resources.jetstream.core.spec_merge import check_metadata, unchecked, user_metadata
 from resources.jetstream.core.validation import validate_name, validate_subject
 from resources.jetstream.errors import InvalidArgumentError

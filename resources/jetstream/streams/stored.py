@@ -157,7 +157,7 @@ class StreamMessages:
         validate_name("stream", stream)
         if moment.tzinfo is None:
             raise InvalidArgumentError(f"moment {moment!r} must be timezone-aware (e.g. UTC)")
-        start_time = moment.astimezone(dt.UTC).isoformat().replace("+00:00", "Z")
+        start_time = moment.astimezone(dt.timezone.utc).isoformat().replace("+00:00", "Z")
         what = f"find the first message of stream {stream!r} at or after {start_time}"
         try:
             return self._get(stream, {"start_time": start_time}, what).seq

@@ -23,9 +23,9 @@ Examples:
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from enum import StrEnum
 from typing import TYPE_CHECKING, Any
 
+from resources.backports import StrEnum
 from resources.jetstream.consumers.spec import ConsumerSpec
 from resources.jetstream.core.spec_merge import declared_changes, refuse_changes
 from resources.jetstream.errors import InvalidArgumentError

@@ -14,7 +14,7 @@ from pipelines.file_trash.generator import generate_event_mix
 from pipelines.file_trash.topology import FILE_EVENTS, FILE_TRASH_TOPOLOGY
 from resources.jetstream import StreamSpec, Topology
 
-NOW = dt.datetime(2026, 11, 21, 10, 0, tzinfo=dt.UTC)
+NOW = dt.datetime(2026, 11, 21, 10, 0, tzinfo=dt.timezone.utc)
 
 
 @pytest.fixture(scope="module")

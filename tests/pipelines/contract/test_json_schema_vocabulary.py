@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import datetime as dt
 import decimal
-import enum
 import json
 import logging
 import uuid
@@ -38,6 +37,7 @@ from pipelines.contract import (
 )
 from pipelines.contract import Field as ContractField
 from pipelines.contract.fingerprint import event_type_version
+from resources.backports import StrEnum
 
 ENVELOPE = Envelope(event_type="eventType", event_id="eventId")
 
@@ -351,7 +351,7 @@ def test_declarations_that_use_nothing_new_keep_their_fingerprint():
     assert event_type_version(contract, contract.event_type("Thing")) == "48200f4f53a8"
 
 
-class Color(enum.StrEnum):
+class Color(StrEnum):
     RED = "red"
     BLUE = "blue"
 

@@ -20,7 +20,7 @@ from pipelines.file_trash.events import (
     trashed_msg_id,
 )
 
-NOW = dt.datetime(2026, 11, 21, 10, 0, tzinfo=dt.UTC)
+NOW = dt.datetime(2026, 11, 21, 10, 0, tzinfo=dt.timezone.utc)
 SOURCE = "0b7c7f3e-4d2a-4f6e-9a51-2f0c8d9e1a11"
 
 
@@ -30,8 +30,8 @@ def trashed(source: str = SOURCE, now: dt.datetime = NOW) -> FilePlacedInTrashEv
         file_id="5d0e3c1a-8b7f-4c2e-9d6a-1f2e3d4c5b6a",
         file_name="report.pdf",
         user_id="user-007",
-        trashed_at=dt.datetime(2026, 11, 21, 9, 30, tzinfo=dt.UTC),
-        expires_at=dt.datetime(2026, 12, 21, 9, 30, tzinfo=dt.UTC),
+        trashed_at=dt.datetime(2026, 11, 21, 9, 30, tzinfo=dt.timezone.utc),
+        expires_at=dt.datetime(2026, 12, 21, 9, 30, tzinfo=dt.timezone.utc),
         now=now,
     )
 
@@ -89,7 +89,7 @@ def test_placed_in_trash_event_publishes_the_contract_json():
 
 
 def test_naive_datetimes_are_taken_as_local_time_as_pyspark_returns_them():
-    aware = dt.datetime(2026, 11, 21, 9, 30, tzinfo=dt.UTC)
+    aware = dt.datetime(2026, 11, 21, 9, 30, tzinfo=dt.timezone.utc)
     naive_local = aware.astimezone().replace(tzinfo=None)
     event = placed_in_trash_event(
         source_event_id=SOURCE,

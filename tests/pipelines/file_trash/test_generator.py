@@ -20,7 +20,7 @@ from resources.jetstream import StreamSpec
 from resources.jetstream.core.messages import MSG_ID_HEADER
 from resources.jetstream.errors import NoStreamForSubjectError, StreamNotFoundError
 
-NOW = dt.datetime(2026, 11, 21, 10, 0, tzinfo=dt.UTC)
+NOW = dt.datetime(2026, 11, 21, 10, 0, tzinfo=dt.timezone.utc)
 CLOCK_SKEW = dt.timedelta(minutes=5)
 ENVELOPE = ("eventId", "eventType", "timestamp", "data")
 DATA = ("fileId", "fileName", "filePath", "fileSize", "mimeType", "userId", "deletedAt")

@@ -27,12 +27,12 @@ SILVER_FILE_DELETED_SCHEMA = StructType(
         for f in silver_schema(CONTRACT.event_type("FileDeletedEvent"))
     ]
 )
-NOW = dt.datetime(2026, 11, 21, 12, 0, tzinfo=dt.UTC)
+NOW = dt.datetime(2026, 11, 21, 12, 0, tzinfo=dt.timezone.utc)
 DAY = dt.date(2026, 11, 21)
 
 
 def at(day: int, hour: int, minute: int = 0, second: int = 0) -> dt.datetime:
-    return dt.datetime(2026, 11, day, hour, minute, second, tzinfo=dt.UTC)
+    return dt.datetime(2026, 11, day, hour, minute, second, tzinfo=dt.timezone.utc)
 
 
 def silver_rows(spark, rows, *, retention=dt.timedelta(days=30)):

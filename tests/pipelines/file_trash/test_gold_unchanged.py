@@ -14,7 +14,7 @@ from pipelines.silver import silver_schema
 from tests.pipelines.file_trash.test_gold import CONTRACT, at, silver_rows
 
 FILE_DELETED = silver_schema(CONTRACT.event_type("FileDeletedEvent"))
-NOW = dt.datetime(2026, 11, 22, 9, tzinfo=dt.UTC)
+NOW = dt.datetime(2026, 11, 22, 9, tzinfo=dt.timezone.utc)
 WITHIN = dt.timedelta(days=31)
 
 

@@ -27,8 +27,8 @@ TRASHED = "FilePlacedInTrashEvent"
 SILVER_FILE_DELETED_SCHEMA = silver_schema(CONTRACT.event_type(DELETED))
 SILVER_FILE_TRASHED_SCHEMA = silver_schema(CONTRACT.event_type(TRASHED))
 
-NOW = dt.datetime(2026, 11, 21, 12, 0, tzinfo=dt.UTC)
-DELETED_AT = dt.datetime(2026, 11, 21, 10, 0, tzinfo=dt.UTC)
+NOW = dt.datetime(2026, 11, 21, 12, 0, tzinfo=dt.timezone.utc)
+DELETED_AT = dt.datetime(2026, 11, 21, 10, 0, tzinfo=dt.timezone.utc)
 PUBLISHED = NOW  # the stream stored each event at the time of processing
 STREAM = "FILE_EVENTS"
 # The contract_version each table's rows record.
@@ -172,7 +172,8 @@ def test_a_valid_trashed_event_keeps_its_own_expires_at(spark):
             (
                 "t-1", "FilePlacedInTrashEvent", DELETED_AT + dt.timedelta(seconds=5),
                 "trash-t-1", "file-e-1", "report.pdf", "user-001",
-                DELETED_AT + dt.timedelta(seconds=5), dt.datetime(2026, 12, 21, 10, tzinfo=dt.UTC),
+                DELETED_AT + dt.timedelta(seconds=5),
+                dt.datetime(2026, 12, 21, 10, tzinfo=dt.timezone.utc),
                 "e-1", STREAM, 1, "files.trashed", PUBLISHED, "run-1", NOW, VERSIONS[TRASHED],
             )
         ],

@@ -284,13 +284,13 @@ def test_the_candidates_columns_are_known_without_asking_spark(batch):
 def test_kept_rows_are_typed_as_published(batch):
     columns = ("seq", "event_id", "file_name", "file_size", "mime_type", "user_id", "deleted_at")
     deleted = {r.seq: tuple(r)[1:] for r in batch.tables[DELETED].select(*columns).collect()}
-    at = collected(dt.datetime(2026, 11, 21, 10, 0, tzinfo=dt.UTC))
+    at = collected(dt.datetime(2026, 11, 21, 10, 0, tzinfo=dt.timezone.utc))
     pdf, user = "application/pdf", "user-001"
 
     assert deleted[SEQ["a unicode file name"]] == ("e-4", "résumé ✓.pdf", 123456, pdf, user, at)
     assert deleted[SEQ["valid at the bounds"]] == (
         "e-bounds", "report.pdf", TIB, pdf, "user-12345",
-        collected(dt.datetime(2026, 11, 21, 12, 5, tzinfo=dt.UTC)),
+        collected(dt.datetime(2026, 11, 21, 12, 5, tzinfo=dt.timezone.utc)),
     )  # fmt: skip
     assert deleted[SEQ["zero bytes"]][2:4] == (0, "application/vnd.ms-excel")
     assert deleted[SEQ["offset timestamp"]][-1] == at

@@ -23,7 +23,7 @@ from pipelines.ingest.options import Hook, IngestRunOptions
 from pipelines.ingest.spec import IngestSpec
 from resources.jetstream import JetStreamClient, KeyValueBucket, StreamSpec
 
-NOW = dt.datetime(2026, 11, 21, 12, 0, tzinfo=dt.UTC)
+NOW = dt.datetime(2026, 11, 21, 12, 0, tzinfo=dt.timezone.utc)
 
 
 class InjectedCrash(RuntimeError):

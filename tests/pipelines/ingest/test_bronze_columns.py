@@ -5,8 +5,8 @@ import datetime as dt
 from pipelines.ingest.bronze import BRONZE_ARROW_SCHEMA, BronzeColumns
 from resources.jetstream import JsMessage
 
-STORED = dt.datetime(2026, 11, 21, 23, 59, 59, 123456, tzinfo=dt.UTC)
-LANDED = dt.datetime(2026, 11, 22, 8, 0, tzinfo=dt.UTC)
+STORED = dt.datetime(2026, 11, 21, 23, 59, 59, 123456, tzinfo=dt.timezone.utc)
+LANDED = dt.datetime(2026, 11, 22, 8, 0, tzinfo=dt.timezone.utc)
 
 
 def message(seq: int, headers: dict[str, str]) -> JsMessage:

@@ -14,7 +14,7 @@ from pipelines.ingest.errors import CheckpointConflictError, LeaseHeldError, Lea
 from pipelines.ingest.lease import LeaseValue, acquire_lease, lease_key, wait_for_lease
 from resources.jetstream import KeyValueBucket, KeyValueSpec
 
-NOW = dt.datetime(2026, 11, 21, 12, 0, tzinfo=dt.UTC)
+NOW = dt.datetime(2026, 11, 21, 12, 0, tzinfo=dt.timezone.utc)
 
 
 def at(moment: dt.datetime):
@@ -174,7 +174,7 @@ def test_a_lease_whose_holder_dagster_has_as_over_is_waited_out_however_short_th
         )
 
     held = LeaseValue.from_json(bucket.get(lease_key("S", "c")).value)
-    assert held.expires_at <= dt.datetime.now(dt.UTC)  # it lapsed; nobody took it early
+    assert held.expires_at <= dt.datetime.now(dt.timezone.utc)  # it lapsed; nobody took it early
     assert "run 'killed-run' is FAILURE but its lease holds until" in caplog.text
     acquire_lease(bucket, stream="S", consumer="c", holder="run-b", ttl=60)
     with pytest.raises(LeaseHeldError):  # a working holder's lease is refused at once
@@ -211,7 +211,7 @@ def test_a_holder_marked_failed_while_the_run_waits_is_waited_out_too(bucket):
     )
 
     held = LeaseValue.from_json(bucket.get(lease_key("S", "c")).value)
-    assert held.expires_at <= dt.datetime.now(dt.UTC)  # waited until it lapsed
+    assert held.expires_at <= dt.datetime.now(dt.timezone.utc)  # waited until it lapsed
 
 
 def test_released_lease_can_be_taken_at_once(bucket):

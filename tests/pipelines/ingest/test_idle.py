@@ -16,7 +16,7 @@ from pipelines.ingest.idle import nothing_to_land
 from pipelines.ingest.spec import IngestSpec
 from resources.jetstream import Retention, StreamSpec
 
-NOW = dt.datetime(2026, 11, 21, 12, tzinfo=dt.UTC)
+NOW = dt.datetime(2026, 11, 21, 12, tzinfo=dt.timezone.utc)
 
 
 @pytest.fixture

@@ -133,7 +133,7 @@ def range_read(start: int, end: int, readers: int) -> RangeRead:
         pull_batch=100,
         rows_per_batch=1_000,
         run_id="run",
-        ingested_at=dt.datetime(2026, 11, 21, tzinfo=dt.UTC),
+        ingested_at=dt.datetime(2026, 11, 21, tzinfo=dt.timezone.utc),
     )
 
 

@@ -10,7 +10,7 @@ from pipelines.ingest.range_reader import BUFFERED_CHUNKS, IN_FLIGHT, RangeReade
 from pipelines.ingest.reader import RangeRead, read_slice
 from resources.jetstream import JetStreamClient, StreamSpec
 
-LANDED = dt.datetime(2026, 11, 22, 8, 0, tzinfo=dt.UTC)
+LANDED = dt.datetime(2026, 11, 22, 8, 0, tzinfo=dt.timezone.utc)
 
 
 @pytest.fixture

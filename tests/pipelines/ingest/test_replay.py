@@ -14,7 +14,7 @@ from pipelines.ingest.spec import IngestSpec
 from resources.jetstream import StreamSpec
 from resources.jetstream.errors import InvalidArgumentError
 
-NOW = dt.datetime(2026, 11, 21, 12, 0, tzinfo=dt.UTC)
+NOW = dt.datetime(2026, 11, 21, 12, 0, tzinfo=dt.timezone.utc)
 
 
 @pytest.fixture

@@ -128,7 +128,7 @@ def test_an_aggregate_equals_the_grouping_in_python_and_is_rewritten_only_on_cha
     spark, table_root
 ) -> None:
     source, path = str(table_root / "silver/orders_placed"), str(table_root / "gold/daily")
-    day = dt.datetime(2026, 11, 21, 9, tzinfo=dt.UTC)
+    day = dt.datetime(2026, 11, 21, 9, tzinfo=dt.timezone.utc)
     rows = [
         (day + dt.timedelta(hours=3 * i), ("EUR", "USD")[i % 2], Decimal(f"{i + 1}.50"))
         for i in range(20)

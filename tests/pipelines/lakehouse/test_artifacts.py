@@ -30,7 +30,7 @@ from resources.jetstream.errors import (
 )
 
 MIB = 1024 * 1024
-NOW = dt.datetime(2024, 6, 1, 12, 30, 15, 123456, tzinfo=dt.UTC)
+NOW = dt.datetime(2024, 6, 1, 12, 30, 15, 123456, tzinfo=dt.timezone.utc)
 ASSET = "silver/file_deleted"
 
 

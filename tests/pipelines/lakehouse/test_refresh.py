@@ -25,7 +25,7 @@ def daily(rows: DataFrame) -> DataFrame:
 
 
 def at(day: int, hour: int = 12) -> dt.datetime:
-    return dt.datetime(2026, 11, day, hour, tzinfo=dt.UTC)
+    return dt.datetime(2026, 11, day, hour, tzinfo=dt.timezone.utc)
 
 
 def append(spark, path: str, rows: list[tuple]) -> None:

@@ -24,7 +24,7 @@ from pipelines.silver.stage import QUARANTINE, run_contract_silver
 
 STREAM = "ORDERS"
 STAGE = "silver.orders"
-PUBLISHED = dt.datetime(2026, 11, 21, 10, 0, tzinfo=dt.UTC)
+PUBLISHED = dt.datetime(2026, 11, 21, 10, 0, tzinfo=dt.timezone.utc)
 NOW = PUBLISHED + dt.timedelta(hours=1)
 PLACED_FIELDS = {
     "data.orderId": {"required": True},

@@ -30,7 +30,7 @@ from pipelines.silver import parse_events, route
 from tests.pipelines.contract.corpus import corpus_events, missing_sources
 from tests.pipelines.silver.corpus_mutations import mutations, text
 
-PUBLISHED = dt.datetime(2026, 11, 27, 12, 0, tzinfo=dt.UTC)
+PUBLISHED = dt.datetime(2026, 11, 27, 12, 0, tzinfo=dt.timezone.utc)
 # All of the corpus's differences from jsonschema are integers beyond 64 bits (a column holds
 # a long: field_types_valid), about one mutation in 70: 19 of 1,313 messages
 # on the full corpus (98.55% agreement), none otherwise (docs/schema-interop.md).

@@ -11,7 +11,7 @@ from pipelines.contract import contract_from_dict
 from pipelines.ingest.bronze import BRONZE_SCHEMA
 from pipelines.silver import layout, parse_events, route
 
-PUBLISHED = dt.datetime(2026, 11, 21, 12, 0, tzinfo=dt.UTC)
+PUBLISHED = dt.datetime(2026, 11, 21, 12, 0, tzinfo=dt.timezone.utc)
 NOW = PUBLISHED + dt.timedelta(minutes=10)
 PLACED = "com.example.order.placed"
 CLOUDEVENTS = contract_from_dict(

@@ -13,7 +13,7 @@ from pipelines.ingest.bronze import BRONZE_SCHEMA
 from pipelines.silver import parse_events, route
 from pipelines.silver.expectations import contract_suite
 
-PUBLISHED = dt.datetime(2026, 11, 21, 12, 0, tzinfo=dt.UTC)
+PUBLISHED = dt.datetime(2026, 11, 21, 12, 0, tzinfo=dt.timezone.utc)
 NOW = PUBLISHED + dt.timedelta(minutes=10)
 FORMATS = {
     "t": ("time", "10:20:30.5+01:00", "25:00:00"),

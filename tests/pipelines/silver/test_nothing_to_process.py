@@ -72,7 +72,7 @@ def test_a_pending_rejudge_stops_it_as_it_stops_the_stage(spark, store, paths):
     run(spark, store, paths, "run-1")
     intent = Intent(
         STAGE, STREAM, Selection(True), "rejudge-1", NOW, 10, 0, (), None,
-        holder="rejudge-1", expires_at=dt.datetime.now(dt.UTC) + dt.timedelta(minutes=10),
+        holder="rejudge-1", expires_at=dt.datetime.now(dt.timezone.utc) + dt.timedelta(minutes=10),
     )  # fmt: skip
     store.bucket.put(intent_key(STAGE), intent.to_bytes())
 

@@ -38,7 +38,7 @@ from resources.quality import validate_dataframe
 ORDERS = read_contract(PROJECT_DIR / "tests/pipelines/contract/fixtures/orders.yaml")
 FILE_TRASH = read_contract(PROJECT_DIR / "pipelines/file_trash/contract.yaml")
 CONTRACTS = {"ORDERS": ORDERS, "FILE_EVENTS": FILE_TRASH}
-NOW = dt.datetime(2026, 11, 21, 12, 0, tzinfo=dt.UTC)
+NOW = dt.datetime(2026, 11, 21, 12, 0, tzinfo=dt.timezone.utc)
 PUBLISHED = NOW - dt.timedelta(minutes=1)
 EARLIER = "2026-11-21T10:00:00.000Z"
 LATER = "2026-11-21T13:00:00.000Z"  # after the publish time plus any rule's skew

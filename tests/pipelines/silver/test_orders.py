@@ -21,7 +21,7 @@ from pipelines.silver.route import SilverBatch, routed_counts
 
 CONTRACT = read_contract(PROJECT_DIR / "tests/pipelines/contract/fixtures/orders.yaml")
 STREAM = "ORDERS"
-BASE = dt.datetime(2026, 11, 21, 9, 0, tzinfo=dt.UTC)
+BASE = dt.datetime(2026, 11, 21, 9, 0, tzinfo=dt.timezone.utc)
 PUBLISHED = BASE + dt.timedelta(hours=1)  # every event happened before it was stored
 NOW = BASE + dt.timedelta(hours=2)
 COUNT = 1000

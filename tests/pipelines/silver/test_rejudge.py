@@ -35,7 +35,7 @@ from tests.pipelines.silver.contract_changes import FaultAfter
 
 STREAM = "ORDERS"
 STAGE = "silver.orders"
-PUBLISHED = dt.datetime(2026, 11, 21, 10, 0, tzinfo=dt.UTC)
+PUBLISHED = dt.datetime(2026, 11, 21, 10, 0, tzinfo=dt.timezone.utc)
 NOW = PUBLISHED + dt.timedelta(hours=1)
 LATER = PUBLISHED + dt.timedelta(days=1)
 CURRENCY = "currency_in_allowed_values"
@@ -354,7 +354,7 @@ def test_a_rejudge_killed_after_any_write_is_finished_by_the_next_run_as_if_neve
         if dies:
             with pytest.raises(RejudgeInProgressError):
                 run_rejudge(spark, store, killed, LOOSE_NOTE_REQUIRED, selection, run_id="early")
-        expired = dt.datetime.now(dt.UTC) + dt.timedelta(seconds=601)  # the lease: 600 s
+        expired = dt.datetime.now(dt.timezone.utc) + dt.timedelta(seconds=601)  # the lease: 600 s
         again = run_rejudge(
             spark, store, killed, LOOSE_NOTE_REQUIRED, selection, run_id=f"rerun-{after}",
             clock=lambda at=expired: at,

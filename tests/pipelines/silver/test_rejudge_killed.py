@@ -70,7 +70,7 @@ def test_a_retry_killed_after_a_write_is_finished_by_the_next_one_exactly(
     with pytest.raises(RejudgeInProgressError):  # its lease holds until it expires
         run(spark, store, table_root, loose, run_id="stage-while-pending")
 
-    later = dt.datetime.now(dt.UTC) + dt.timedelta(seconds=601)
+    later = dt.datetime.now(dt.timezone.utc) + dt.timedelta(seconds=601)
     again = rejudge(
         spark, store, loose, stream=STREAM, stage=STAGE, run_id="rerun", now=NOW,
         selection=Selection(quarantined_only=True), source_table="bronze/orders",

@@ -9,7 +9,7 @@ from pipelines.silver import QUARANTINE_SCHEMA, parse_events, route, silver_sche
 
 ORDERS = read_contract(PROJECT_DIR / "tests/pipelines/contract/fixtures/orders.yaml")
 FILE_TRASH = read_contract(PROJECT_DIR / "pipelines/file_trash/contract.yaml")
-NOW = dt.datetime(2026, 11, 21, 12, 0, tzinfo=dt.UTC)
+NOW = dt.datetime(2026, 11, 21, 12, 0, tzinfo=dt.timezone.utc)
 
 
 def test_orders_tables_have_fields_derived_source_and_run_columns(spark):

@@ -12,7 +12,7 @@ from pipelines.contract import contract_from_dict
 from pipelines.ingest.bronze import BRONZE_SCHEMA
 from pipelines.silver import parse_events, route, spark_pattern, subject_regex
 
-PUBLISHED = dt.datetime(2026, 11, 21, 12, 0, tzinfo=dt.UTC)
+PUBLISHED = dt.datetime(2026, 11, 21, 12, 0, tzinfo=dt.timezone.utc)
 NOW = PUBLISHED + dt.timedelta(minutes=10)
 AT = int((PUBLISHED - dt.timedelta(hours=1)).timestamp() * 1000)
 CONTRACT = contract_from_dict(

@@ -58,7 +58,7 @@ def test_maintenance_compacts_small_files_and_keeps_every_row(spark, table_root)
 
 
 def test_the_schedules_request_gold_daily_and_maintenance_nightly():
-    now = dt.datetime(2026, 11, 21, 0, 15, tzinfo=dt.UTC)
+    now = dt.datetime(2026, 11, 21, 0, 15, tzinfo=dt.timezone.utc)
     gold = daily_gold_schedule.evaluate_tick(build_schedule_context(scheduled_execution_time=now))
     assert len(gold.run_requests) == 1
     assert daily_gold_schedule.job_name == "daily_gold"

@@ -205,7 +205,7 @@ class _Automation:
 
     def __init__(self, project: Path, instance, resources: dict) -> None:
         self.project, self.instance, self.resources = project, instance, resources
-        self.cursor, self.now = None, dt.datetime.now(dt.UTC)
+        self.cursor, self.now = None, dt.datetime.now(dt.timezone.utc)
 
     def defs(self):
         from dagster.components.core.component_tree import ComponentTree

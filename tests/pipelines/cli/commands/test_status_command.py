@@ -31,7 +31,7 @@ from pipelines.ingest.run import ingest
 from pipelines.lakehouse.watermarks import WatermarkStore
 from resources.jetstream import EmbeddedNatsServer, JetStreamResource, reconcile
 
-NOW = dt.datetime(2026, 11, 21, 12, 0, tzinfo=dt.UTC)
+NOW = dt.datetime(2026, 11, 21, 12, 0, tzinfo=dt.timezone.utc)
 RUN_ID = "0badc0de-1111-2222-3333-444455556666"
 
 

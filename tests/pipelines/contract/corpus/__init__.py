@@ -40,10 +40,11 @@ import importlib
 import importlib.metadata
 import json
 import re
-import tomllib
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
+
+from resources.backports import tomllib
 
 HERE = Path(__file__).resolve().parent
 PROJECT = HERE.parents[3]

@@ -28,7 +28,7 @@ from pipelines.silver import parse_events, route
 
 INTEROP = Path(__file__).resolve().parents[3] / "interop"
 ZOD_SCRIPT = INTEROP / "zod_schemas.mjs"
-PUBLISHED = dt.datetime(2026, 11, 26, 12, 0, tzinfo=dt.UTC)
+PUBLISHED = dt.datetime(2026, 11, 26, 12, 0, tzinfo=dt.timezone.utc)
 NOW = PUBLISHED + dt.timedelta(minutes=5)
 SUBJECT = "orders.placed"
 

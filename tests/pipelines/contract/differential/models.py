@@ -12,11 +12,12 @@ from __future__ import annotations
 
 from datetime import date, datetime
 from decimal import Decimal
-from enum import StrEnum
 from typing import Annotated, Literal
 from uuid import UUID
 
 from pydantic import BaseModel, ConfigDict, Field, conint, constr
+
+from resources.backports import StrEnum
 
 STRICT = ConfigDict(strict=True, extra="forbid")
 

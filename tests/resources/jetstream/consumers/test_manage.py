@@ -28,7 +28,7 @@ from resources.jetstream.errors import (
     StreamNotFoundError,
 )
 
-START = dt.datetime(2024, 5, 6, 7, 8, 9, 123456, tzinfo=dt.UTC)
+START = dt.datetime(2024, 5, 6, 7, 8, 9, 123456, tzinfo=dt.timezone.utc)
 
 
 @pytest.fixture
@@ -289,7 +289,7 @@ def test_list_of_a_stream_without_consumers_is_empty(js, stream):
 def test_pause_stops_deliveries_until_resumed(js, stream):
     publish(js, stream, "a", "a")
     js.consumers.add(ConsumerSpec(stream.name, "c"))
-    until = dt.datetime.now(dt.UTC).replace(microsecond=250_000) + dt.timedelta(hours=1)
+    until = dt.datetime.now(dt.timezone.utc).replace(microsecond=250_000) + dt.timedelta(hours=1)
     paused = js.consumers.pause(stream.name, "c", until)
     assert (paused.paused, paused.pause_until) == (True, until)
     assert js.consumers.info(stream.name, "c").paused
@@ -300,7 +300,7 @@ def test_pause_stops_deliveries_until_resumed(js, stream):
 
 
 def test_pause_of_a_missing_consumer_raises_consumer_not_found(js, stream):
-    until = dt.datetime.now(dt.UTC) + dt.timedelta(hours=1)
+    until = dt.datetime.now(dt.timezone.utc) + dt.timedelta(hours=1)
     with pytest.raises(ConsumerNotFoundError):
         js.consumers.pause(stream.name, "nope", until)
 
@@ -355,7 +355,7 @@ def test_reset_of_a_missing_consumer_raises_consumer_not_found(js, stream):
         lambda c, s: c.reset(s, "c", 0),
         lambda c, s: c.reset(s, "c", -3),
         lambda c, s: c.reset(s, "c", 1.5),
-        lambda c, s: c.pause(s, "c", dt.datetime.now(dt.UTC) - dt.timedelta(minutes=1)),
+        lambda c, s: c.pause(s, "c", dt.datetime.now(dt.timezone.utc) - dt.timedelta(minutes=1)),
         lambda c, s: c.pause(s, "c", dt.datetime(2099, 1, 1)),  # naive
         lambda c, s: c.pause(s, "c", "2099-01-01T00:00:00Z"),
         lambda c, s: c.resume(s, "*"),
@@ -411,5 +411,5 @@ def test_consumer_spec_normalizes_to_what_the_server_stores():
     )
     assert (spec.filter_subjects, spec.description) == (("s.a",), None)
     assert (spec.max_deliver, spec.max_ack_pending, spec.backoff) == (-1, -1, (0.333333333,))
-    assert spec.opt_start_time == dt.datetime(2024, 1, 1, tzinfo=dt.UTC)
-    assert spec.opt_start_time.tzinfo is dt.UTC
+    assert spec.opt_start_time == dt.datetime(2024, 1, 1, tzinfo=dt.timezone.utc)
+    assert spec.opt_start_time.tzinfo is dt.timezone.utc

@@ -32,7 +32,7 @@ def publish_n(js, stream, n, *, size=1):
 
 
 def test_next_message_exposes_metadata_headers_and_payload(js, stream):
-    before = dt.datetime.now(dt.UTC)
+    before = dt.datetime.now(dt.timezone.utc)
     js.publish(f"{stream}.a", b"first", headers={"Source": "test"}, msg_id="evt-1")
     js.publish(f"{stream}.b", b"second")
 

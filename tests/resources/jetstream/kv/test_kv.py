@@ -119,7 +119,7 @@ def test_get_returns_the_latest_entry_with_its_metadata(bucket, unique_name):
     assert (entry.bucket, entry.key, entry.value) == (unique_name, "k", b"2")
     assert (entry.revision, entry.delta, entry.operation) == (revision, 0, KvOperation.PUT)
     assert entry.created.tzinfo is not None
-    assert entry.created <= dt.datetime.now(dt.UTC) + dt.timedelta(minutes=1)
+    assert entry.created <= dt.datetime.now(dt.timezone.utc) + dt.timedelta(minutes=1)
 
 
 def test_get_at_a_revision_returns_that_revision(bucket):

@@ -325,8 +325,8 @@ def test_declared_mirrors_and_sources_copy_messages_and_reconcile_unchanged(
 
     assert [c.action for c in reconcile(js, topology)] == [Action.CREATED, Action.CREATED]
     assert [(c.action, c.diff) for c in reconcile(js, topology)] == [(Action.UNCHANGED, {})] * 2
-    deadline = dt.datetime.now(dt.UTC) + dt.timedelta(seconds=10)
-    while dt.datetime.now(dt.UTC) < deadline and (
+    deadline = dt.datetime.now(dt.timezone.utc) + dt.timedelta(seconds=10)
+    while dt.datetime.now(dt.timezone.utc) < deadline and (
         js.streams.info(mirror).messages < 3 or js.streams.info(sourced).messages < 2
     ):
         pass
@@ -426,7 +426,7 @@ CONSUMER_CHANGES: dict[str, tuple[Any, tuple[str, ...]]] = {
 @pytest.mark.parametrize("field", CONSUMER_CHANGES)
 def test_updating_one_field_of_a_foreign_pull_consumer_changes_only_that_field(js, stream, field):
     create_consumer(js, stream, pull_consumer(stream, "c"))
-    pause = (dt.datetime.now(dt.UTC) + dt.timedelta(hours=1)).replace(microsecond=0)
+    pause = (dt.datetime.now(dt.timezone.utc) + dt.timedelta(hours=1)).replace(microsecond=0)
     js.consumers.pause(stream, "c", pause)
     before = consumer_config(js, stream, "c")
     value, wire = CONSUMER_CHANGES[field]

@@ -52,7 +52,7 @@ from resources.jetstream.topology.permissions import Permissions, pipeline_permi
 PIPELINE_PASSWORD = "pipeline-s3cret"
 ADMIN_PASSWORD = "admin-s3cret"
 REQUEST_TIMEOUT = 2.0  # seconds; a refused request ends after this
-NOW = dt.datetime(2026, 11, 21, 12, 0, tzinfo=dt.UTC)
+NOW = dt.datetime(2026, 11, 21, 12, 0, tzinfo=dt.timezone.utc)
 VIOLATION_RE = re.compile(r'(Publish|Subscription) Violation - .*Subject "([^"]+)"')
 
 
@@ -181,7 +181,7 @@ def test_pipeline_user_fetches_acks_resets_pauses_and_resumes_its_durable(secure
     messages[-1].ack_sync()
 
     reset = pipeline.consumers.reset(spec.stream, spec.durable, 4)
-    until = dt.datetime.now(dt.UTC) + dt.timedelta(hours=1)
+    until = dt.datetime.now(dt.timezone.utc) + dt.timedelta(hours=1)
     paused = pipeline.consumers.pause(spec.stream, spec.durable, until)
     resumed = pipeline.consumers.resume(spec.stream, spec.durable)
 
