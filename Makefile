@@ -64,6 +64,11 @@ bench: setup
 clean:
 	rm -rf .data spark-warehouse metastore_db derby.log
 
+# constraints.txt: one resolution for every supported Python (3.10 to 3.13; uv's universal
+# resolution, markers where a version differs), keeping the versions it lists where they fit.
 lock: $(STAMP)
-	@echo "# Versions known to resolve together (pip freeze of a working install); \`make lock\` rewrites it." > constraints.txt
-	$(PY) -m pip freeze --exclude-editable | grep -v '^dagster-jetstream' >> constraints.txt
+	@$(VENV)/bin/uv pip compile --quiet --universal --python-version 3.10 --no-annotate \
+	  --no-header --extra dev pyproject.toml -o constraints.txt
+	@{ echo "# Versions known to resolve together on Python 3.10 to 3.13 (uv's universal resolution, the"; \
+	   echo "# versions before preferred); \`make lock\` rewrites it."; cat constraints.txt; } > constraints.txt.new
+	@mv constraints.txt.new constraints.txt
