@@ -5,7 +5,10 @@
 #   make lint   ruff check and format check
 #   make bench  the benchmarks in bench/ (see docs/performance.md)
 
-PYTHON ?= python3.11
+# The virtualenv's Python: the first of 3.11 (what CI runs the suite on), 3.12, 3.13, 3.10 found;
+# any of them runs the project (`make demo PYTHON=python3.13`).
+PYTHON ?= $(shell for p in python3.11 python3.12 python3.13 python3.10; do \
+            command -v $$p >/dev/null && { echo $$p; break; }; done)
 VENV   ?= .venv
 PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.installed
@@ -20,17 +23,26 @@ TEST_WORKERS ?= 3
 
 .PHONY: setup browser interop demo test dev lint bench clean lock
 
+# Set-up's tool output (pip's here, Ivy's and Spark's from `jsl setup`) goes to the set-up log;
+# the terminal gets a line per step, and on a failure the log's last lines and its path.
+DATA_DIR  := $(or $(LAKEHOUSE_DATA_DIR),.data)
+SETUP_LOG ?= $(DATA_DIR)/logs/setup.log
+
 $(STAMP): pyproject.toml constraints.txt
-	@test -x $(PY) || $(PYTHON) -m venv $(VENV)
-	$(PY) -m pip install --quiet --upgrade pip
-	$(PY) -m pip install --quiet --constraint constraints.txt --editable '.[dev]'
+	@mkdir -p $(dir $(SETUP_LOG))
+	@echo "[setup] Python packages: installing into $(VENV) (pip's output: $(SETUP_LOG))"
+	@{ test -x $(PY) || $(PYTHON) -m venv $(VENV); } >>$(SETUP_LOG) 2>&1 && \
+	 $(PY) -m pip install --progress-bar off --upgrade pip >>$(SETUP_LOG) 2>&1 && \
+	 $(PY) -m pip install --progress-bar off --constraint constraints.txt --editable '.[dev]' \
+	   >>$(SETUP_LOG) 2>&1 || \
+	 { tail -n 20 $(SETUP_LOG); echo "[setup] FAILED: the Python packages; the whole output is in $(SETUP_LOG)"; exit 1; }
 	@touch $(STAMP)
 
 setup: $(STAMP)
-	$(PY) -m pipelines.cli setup
+	@$(PY) -m pipelines.cli setup --log $(SETUP_LOG)
 
 demo: setup
-	$(PY) -m pipelines.cli demo --events $(EVENTS)
+	@$(PY) -m pipelines.cli demo --events $(EVENTS)
 
 # The UI tests drive real headless Chromium (Debian's package); installed here when missing
 # and apt-get is usable (as root). Without it, set JSL_SKIP_BROWSER_TESTS=1 to skip them.

@@ -47,13 +47,19 @@ from resources.spark_errors import SparkStageError
 OWN_DAGSTER_HOME = ("demo", "dev")
 
 
-def setup() -> int:
+def setup(args: argparse.Namespace) -> int:
     """Checks Java and resolves the Delta Lake jars once into the jar cache
-    (`pipelines/cli/commands/setup.py`)."""
+    (`pipelines/cli/commands/setup.py`), Ivy's and Spark's output in the set-up log."""
     from pipelines.cli.commands import setup as setup_command
 
-    print(f"[setup] {check_java()}")
-    return setup_command.run()
+    print(f"[setup] Java: {check_java()}", flush=True)
+    if args.log is None:
+        try:
+            args.log = settings_for(args).data_dir / "logs" / "setup.log"
+        except ValueError as error:
+            print(f"jsl setup: error: {error}", file=sys.stderr)
+            return 1
+    return setup_command.run(args.log)
 
 
 def locations(args: argparse.Namespace) -> tuple[Settings, str]:
@@ -96,7 +102,12 @@ def main(argv: list[str] | None = None) -> int:
         prog="jsl", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
     commands = parser.add_subparsers(dest="command", required=True)
-    commands.add_parser("setup", help="check Java and fetch the Delta Lake jars")
+    setup_parser = commands.add_parser("setup", help="check Java and fetch the Delta Lake jars")
+    setup_parser.add_argument(
+        "--log",
+        type=Path,
+        help="where Ivy's and Spark's output goes (appended; default <data dir>/logs/setup.log)",
+    )
     demo = commands.add_parser("demo", help="run the pipeline end to end on an embedded server")
     demo.add_argument("--events", type=int, default=1000, help="sample events to publish")
     demo.add_argument(
@@ -153,7 +164,7 @@ def main(argv: list[str] | None = None) -> int:
         parser.error(f"unrecognized arguments: {' '.join(unknown)}")
 
     if args.command == "setup":
-        return setup()
+        return setup(args)
     try:
         settings, line = locations(args)
     except ValueError as error:

@@ -148,13 +148,13 @@ def spark_session(prog: str, settings: Settings, **fields) -> Iterator:
     log_file = logs / f"{prog.replace(' ', '_')}-{stamp}.log"
     print(f"{prog}: Spark's log: {log_file}", file=sys.stderr, flush=True)
     with one_line_spark_errors(prog, logs):
-        with _output_to(log_file):
+        with output_to(log_file):
             session = SparkResource(data_dir=str(settings.data_dir), **fields).get_session()
         yield session
 
 
 @contextlib.contextmanager
-def _output_to(log_file: Path) -> Iterator[None]:
+def output_to(log_file: Path) -> Iterator[None]:
     """File descriptors 1 and 2 (stdout, stderr) appended to `log_file` inside the block: a
     process started in it writes there for its whole life."""
     log_file.parent.mkdir(parents=True, exist_ok=True)
