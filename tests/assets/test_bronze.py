@@ -127,16 +127,19 @@ def test_bronze_stores_payloads_exactly_as_published_even_when_malformed(
 def test_a_run_behind_a_held_lease_stops_before_spark_saying_what_dagster_knows_of_the_holder(
     js, ingest, table_root, dagster_instance
 ):
+    """A holder Dagster has as working: the run fails at once (a holder it has as over is
+    waited out instead, at most the TTL: tests/pipelines/ingest/test_checkpoint_and_lease.py
+    and tests/sensors/test_daemon_recovery.py)."""
     publish_events(js, ingest, 10, seed=3)
-    dead = DagsterRun(job_name="ingest", run_id="dead-run", status=DagsterRunStatus.FAILURE)
-    dagster_instance.add_run(dead)
+    working = DagsterRun(job_name="ingest", run_id="busy-run", status=DagsterRunStatus.STARTED)
+    dagster_instance.add_run(working)
     bucket = js.create_key_value(ingest.checkpoint_bucket_spec())
-    acquire_lease(bucket, stream=ingest.stream, consumer=ingest.durable, holder="dead-run", ttl=60)
+    acquire_lease(bucket, stream=ingest.stream, consumer=ingest.durable, holder="busy-run", ttl=60)
 
     def no_spark():
         raise AssertionError("Spark was started behind a held lease")
 
-    with pytest.raises(LeaseHeldError, match="Dagster has that run as FAILURE: it is over"):
+    with pytest.raises(LeaseHeldError, match="Dagster has that run as STARTED: it is working"):
         land(
             client=js, session=no_spark, spec=ingest, path=f"{table_root}/{ingest.table}",
             run_id="next-run", until=None, log=logging.getLogger(__name__),
