@@ -76,6 +76,7 @@ os.environ.setdefault("JSL_SPARK_SHUFFLE_PARTITIONS", "1")
 # 51f1c21): handed out first, so that no worker starts one while the others are almost done.
 SLOW_FIRST = (
     "tests/pipelines/silver/test_rejudge.py",  # 262 s
+    "tests/test_install.py",  # 239 s: both ways of starting a project (2026-11-28, caches warm)
     "tests/ui/test_cli.py",  # 214 s
     "tests/cluster/test_spark_connect.py",  # 201 s
     "tests/pipelines/cli/test_demo.py",  # 188 s
@@ -85,7 +86,6 @@ SLOW_FIRST = (
     "tests/pipelines/wiring/test_maintenance.py",  # 107 s
     "tests/pipelines/lakehouse/test_refresh.py",  # 107 s
     "tests/assets/test_contract_silver.py",  # 92 s
-    "tests/test_install.py",  # 91 s
     "tests/pipelines/components/test_orders_end_to_end.py",  # 78 s
     "tests/cluster/test_spark_standalone.py",  # 75 s
     "tests/pipelines/components/test_json_schema_end_to_end.py",  # 72 s

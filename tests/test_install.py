@@ -1,62 +1,110 @@
-"""The built wheel, installed (not editable) into a fresh virtualenv, lands a stream in a dg
-project of one's own, and everything it keeps lives in that project's folder.
+"""The built wheel, installed (not editable) in a project started as Dagster's docs start one,
+lands a stream there, and everything it keeps lives in that project's folder.
 
-What a newcomer does after `docs/your-stream.md`, in a temporary folder:
+What a newcomer does after `docs/your-stream.md`, in a temporary folder, once each way:
 
-1. the wheel is built from this checkout and installed with `pip install --no-deps` into a new
-   virtualenv (its dependencies are this environment's, linked in: no network, and a copy of
-   this package would shadow nothing, since it is left out of the link);
-2. a dg project is written as `create-dagster project` writes one, and the stream is declared
-   with `dg scaffold defs pipelines.components.JetStreamStream orders --stream ORDERS`;
-3. `jsl setup`, `jsl provision --project . --yes`, events published, `dg launch --assets '*'`
-   with `DAGSTER_HOME` set as the guide says; then `jsl tables` prints each table.
+1. the wheel is built from this checkout;
+2. one of the guide's two ways of starting the project runs as written, its commands read from
+   the guide's first section: `uvx create-dagster` + `uv add` on the highest supported Python,
+   or `pip install create-dagster` + `create-dagster project` + `pip install` on the lowest;
+   `uv` comes from this environment (a dev dependency, from PyPI), `create-dagster` at the
+   Dagster version constraints.txt pins, everything else from PyPI, through pip's and uv's
+   caches. The environment pins the versions (`PIP_CONSTRAINT`, `UV_CONSTRAINT`:
+   constraints.txt) without changing a word of the commands, and lets uv download no Python;
+3. the stream is declared with `dg scaffold defs pipelines.components.JetStreamStream orders
+   --stream ORDERS`, then `dg check defs`, `jsl setup`, `jsl provision --project . --yes`,
+   events published, `dg launch --assets '*'` with `DAGSTER_HOME` set as the guide says, and
+   `jsl tables`.
 
 Its Spark runs with the tests' tuning (`JSL_SPARK_CONF`, tests/conftest.py), as every other
 test's children do; the product's own defaults run in tests/cluster/'s standalone cluster.
 
-Then: `pipelines` is imported from the new virtualenv, every Delta table is under the project's
-`.data/lakehouse`, nothing was written inside the virtualenv, the working directory holds no
-`spark-warehouse/`, `metastore_db/` or `derby.log`, and the Dagster instance kept the runs and
-the check results.
+Then: `pipelines` is imported from the new virtualenv, of the Python the way was given, every
+Delta table is under the project's `.data/lakehouse`, nothing was written inside the
+virtualenv, the working directory holds no `spark-warehouse/`, `metastore_db/` or
+`derby.log`, and the Dagster instance kept the runs and the check results.
+
+The two ways run one after the other on one worker (module fixtures, one per way); each
+builds its virtualenv once.
 """
 
 from __future__ import annotations
 
 import os
+import re
 import shutil
 import subprocess
 import sys
-import sysconfig
 from collections.abc import Iterator
+from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
 import yaml
 
 from resources.jetstream import EmbeddedNatsServer, JetStreamResource
-from tests.pipelines.components.test_stream_component import COMPONENT, DEFINITIONS
+from tests.pipelines.components.test_stream_component import COMPONENT
 from tests.pipelines.silver.test_orders import encoded, payload
 
 REPO = Path(__file__).resolve().parents[1]
+GUIDE = REPO / "docs" / "your-stream.md"
+CONSTRAINTS = REPO / "constraints.txt"
 DISTRIBUTION = "dagster_jetstream"  # the wheel's file name spelling of `dagster-jetstream`
+WHEEL_IN_GUIDE = "/path/to/dagster_jetstream-0.1.0-py3-none-any.whl"
 PACKAGES = ("pipelines", "resources", "assets", "sensors")
 EVENTS = 40  # every tenth is bad in one of ten ways (tests/pipelines/silver/test_orders.py)
 TABLES = ("bronze/orders_events", "silver/orders_placed", "silver/orders_shipped")
-PYPROJECT = """\
-[project]
-name = "orders-lake"
-version = "0.1.0"
-dependencies = ["dagster-jetstream"]
-
-[tool.dg]
-directory_type = "project"
-
-[tool.dg.project]
-root_module = "orders_lake"
-registry_modules = ["pipelines.components"]
-"""
 TIMEOUT = 900  # seconds, for any one command
 PIP = (sys.executable, "-m", "pip", "-q")
+# What the commands may see of this environment: where things are, the caches, the
+# registries' certificates and settings.
+KEEP = ("HOME", "JAVA_HOME", "LANG", "LC_ALL", "TMPDIR", "JSL_SPARK_JARS_DIR")
+KEEP_PREFIXES = ("PIP_", "UV_", "SSL_", "REQUESTS_CA", "CURL_CA")
+
+
+@dataclass(frozen=True)
+class Way:
+    """One of the guide's ways of starting the project."""
+
+    name: str
+    block: int  # its bash block among the first section's
+    python: str  # the supported Python it runs on
+    venv: str  # its virtualenv, relative to the folder the block starts in
+
+
+WAYS = (
+    Way("uv", block=0, python="3.13", venv="orders-lake/.venv"),  # the highest supported
+    Way("pip", block=1, python="3.10", venv="orders-lake-venv"),  # the lowest
+)
+
+
+def guide_blocks() -> list[str]:
+    """The bash blocks of the guide's first section, as written."""
+    section = GUIDE.read_text().split("\n## 1. ")[1].split("\n## 2. ")[0]
+    return re.findall(r"```bash\n(.*?)```", section, flags=re.DOTALL)
+
+
+def pinned_dagster() -> str:
+    """The Dagster version constraints.txt pins."""
+    (version,) = re.findall(r"^dagster==([^\s;]+)$", CONSTRAINTS.read_text(), flags=re.M)
+    return version
+
+
+def python_named(version: str) -> Path | None:
+    """The interpreter of a `python3.X` that runs (on PATH, or under pyenv's versions, whose
+    shims run only the version pyenv has selected), else None."""
+    pyenv = Path(os.environ.get("PYENV_ROOT", Path.home() / ".pyenv")) / "versions"
+    candidates = [shutil.which(f"python{version}")]
+    candidates += sorted(pyenv.glob(f"{version}.*/bin/python{version}"), reverse=True)
+    for candidate in filter(None, candidates):
+        done = subprocess.run(
+            [str(candidate), "-c", "import sys; print(sys.executable)"],
+            capture_output=True,
+            text=True,
+        )
+        if done.returncode == 0:
+            return Path(done.stdout.strip())
+    return None
 
 
 def build_wheel(out: Path) -> Path:
@@ -79,87 +127,55 @@ def build_wheel(out: Path) -> Path:
     return wheel
 
 
-def linked_dependencies(out: Path) -> Path:
-    """A folder linking every entry of this environment's site-packages but this package's
-    own (its dist-info and the editable install's hooks)."""
-    site = Path(sysconfig.get_paths()["purelib"])
-    linked = out / "dependencies"
-    linked.mkdir()
-    own = ("dagster_jetstream", "__editable__", "jetstream_lakehouse")
-    for entry in site.iterdir():
-        if not entry.name.startswith(own) and entry.suffix != ".pth":
-            (linked / entry.name).symlink_to(entry)
-    return linked
+def test_the_guide_starts_a_project_with_uv_first_then_pip_at_the_pinned_dagster():
+    uv, pip = guide_blocks()
+    version = pinned_dagster()
 
-
-def fresh_virtualenv(out: Path, wheel: Path) -> Path:
-    """A new virtualenv with the wheel installed, the dependencies linked in, and the `dg` and
-    `dagster` commands their own packages would have installed; returns its bin folder."""
-    venv = out / "venv"
-    subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(venv)], check=True)
-    python = venv / "bin" / "python"
-    site = Path(
-        subprocess.run(
-            [str(python), "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"],
-            capture_output=True,
-            text=True,
-            check=True,
-        ).stdout.strip()
-    )
-    (site / "linked_dependencies.pth").write_text(f"{linked_dependencies(out)}\n")
-    done = subprocess.run(
-        [*PIP, "--python", str(python), "install", "--no-deps", "--no-index", str(wheel)],
-        capture_output=True,
-        text=True,
-        timeout=TIMEOUT,
-    )
-    assert done.returncode == 0, done.stdout + done.stderr
-    for command in ("dg", "dagster"):
-        script = (Path(sys.executable).parent / command).read_text().splitlines()
-        target = venv / "bin" / command
-        target.write_text("\n".join([f"#!{python}", *script[1:]]) + "\n")
-        target.chmod(0o755)
-    return venv / "bin"
-
-
-def create_project(root: Path) -> Path:
-    """A dg project as `create-dagster project orders-lake` writes it."""
-    package = root / "orders_lake"
-    (package / "defs").mkdir(parents=True)
-    (root / "pyproject.toml").write_text(PYPROJECT)
-    (package / "__init__.py").write_text("")
-    (package / "defs" / "__init__.py").write_text("")
-    (package / "definitions.py").write_text(DEFINITIONS)
-    return root
+    assert f"uvx create-dagster@{version} project orders-lake" in uv
+    assert f"uv add {WHEEL_IN_GUIDE}" in uv
+    assert f"pip install create-dagster=={version}" in pip
+    assert WHEEL_IN_GUIDE in pip
 
 
 @pytest.fixture(scope="module")
-def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[EmbeddedNatsServer]:
-    """The team's nats-server (the guide's NATS_URL)."""
-    with EmbeddedNatsServer(store_dir=tmp_path_factory.mktemp("nats")) as running:
-        yield running
+def wheel(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The wheel, built once for both ways; its name is the one the guide shows."""
+    built = build_wheel(tmp_path_factory.mktemp("wheel"))
+    assert built.name == Path(WHEEL_IN_GUIDE).name, "the guide names another wheel"
+    return built
 
 
-@pytest.fixture(scope="module")
-def newcomer(tmp_path_factory: pytest.TempPathFactory, server: EmbeddedNatsServer):
-    """The virtualenv's bin folder, the project and the environment of each command."""
-    out = tmp_path_factory.mktemp("install")
-    bin_dir = fresh_virtualenv(out, build_wheel(out))
-    project = create_project(out / "orders-lake")
-    keep = ("PATH", "HOME", "JAVA_HOME", "LANG", "LC_ALL", "TMPDIR", "JSL_SPARK_JARS_DIR")
+def system_path() -> list[str]:
+    """PATH's folders but those of another Python: this virtualenv's bin, pyenv's shims."""
+    own = str(Path(sys.executable).parent)
+    return [d for d in os.environ["PATH"].split(os.pathsep) if d and d != own and ".pyenv" not in d]
+
+
+def base_environment(tools: Path, python: Path) -> dict[str, str]:
+    """What the guide's commands run in: the Python of the way first on PATH (its `python3`,
+    `python3.X`, `pip`), then `uv` and `uvx`, then the system's; no virtualenv active."""
+    env = {name: os.environ[name] for name in KEEP if name in os.environ}
+    env.update({k: v for k, v in os.environ.items() if k.startswith(KEEP_PREFIXES)})
+    env.pop("UV_PYTHON", None)
     # The tests' Spark tuning (tests/conftest.py), as every other test's children get it.
-    keep += ("JSL_SPARK_CONF", "JSL_SPARK_SHUFFLE_PARTITIONS")
-    env = {name: os.environ[name] for name in keep if name in os.environ}
+    for name in ("JSL_SPARK_CONF", "JSL_SPARK_SHUFFLE_PARTITIONS"):
+        if name in os.environ:
+            env[name] = os.environ[name]
+    for command in ("uv", "uvx"):
+        (tools / command).symlink_to(Path(sys.executable).parent / command)
     env.update(
-        PATH=f"{bin_dir}{os.pathsep}{os.environ['PATH']}",
-        VIRTUAL_ENV=str(bin_dir.parent),
-        NATS_URL=server.url,
-        DAGSTER_HOME=str(project / ".data" / "dagster_home"),  # as the guide says
+        PATH=os.pathsep.join(
+            [str(python.parent), str(tools), "/usr/local/bin", "/usr/bin", "/bin"]
+        ),
+        PIP_CONSTRAINT=str(CONSTRAINTS),
+        UV_CONSTRAINT=str(CONSTRAINTS),
+        UV_PYTHON_DOWNLOADS="never",  # a Python from the machine, never a download
+        UV_NO_PROGRESS="1",
         DAGSTER_DISABLE_TELEMETRY="1",
         NO_COLOR="1",
         COLUMNS="200",
     )
-    return bin_dir, project, env
+    return env
 
 
 def run(command: list[str], cwd: Path, env: dict[str, str]) -> str:
@@ -171,13 +187,39 @@ def run(command: list[str], cwd: Path, env: dict[str, str]) -> str:
     return done.stdout + done.stderr
 
 
+@pytest.fixture(scope="module", params=WAYS, ids=lambda way: f"{way.name}-py{way.python}")
+def newcomer(request, tmp_path_factory, wheel: Path) -> Iterator[tuple]:
+    """The way, the virtualenv's bin folder, the project and the environment of each command
+    after the guide's first section (its virtualenv active; `NATS_URL`: the team's
+    nats-server, one per way)."""
+    way: Way = request.param
+    python = python_named(way.python)
+    if python is None:
+        pytest.skip(f"no Python {way.python} on PATH or under pyenv: the {way.name} way needs it")
+    out = tmp_path_factory.mktemp(f"install-{way.name}")
+    (out / "tools").mkdir()
+    env = base_environment(out / "tools", python)
+    block = guide_blocks()[way.block].replace(WHEEL_IN_GUIDE, str(wheel))
+    run(["bash", "-e", "-c", block], out, env)
+    venv, project = out / way.venv, out / "orders-lake"
+    with EmbeddedNatsServer(store_dir=out / "nats") as server:
+        env.update(
+            PATH=f"{venv / 'bin'}{os.pathsep}{env['PATH']}",
+            VIRTUAL_ENV=str(venv),
+            NATS_URL=server.url,
+            DAGSTER_HOME=str(project / ".data" / "dagster_home"),  # as the guide says
+        )
+        yield way, venv / "bin", project, env
+
+
 @pytest.fixture(scope="module")
-def landed(newcomer, server: EmbeddedNatsServer) -> dict[str, str]:
+def landed(newcomer) -> dict[str, str]:
     """The guide, word for word: declare, set up, provision, publish, launch, look."""
-    bin_dir, project, env = newcomer
+    _, bin_dir, project, env = newcomer
     said = {}
+    said["components"] = run(["dg", "list", "components"], project, env)
     run(["dg", "scaffold", "defs", COMPONENT, "orders", "--stream", "ORDERS"], project, env)
-    declared = project / "orders_lake" / "defs" / "orders"
+    declared = project / "src" / "orders_lake" / "defs" / "orders"
     attributes = yaml.safe_load((declared / "defs.yaml").read_text())["attributes"]
     attributes["ingests"][0].update(durable="orders-bronze", table="bronze/orders_events")
     attributes.pop("contract", None)
@@ -190,26 +232,38 @@ def landed(newcomer, server: EmbeddedNatsServer) -> dict[str, str]:
     said["check"] = run(["dg", "check", "defs"], project, env)
     said["setup"] = run(["jsl", "setup"], project, env)
     said["provision"] = run(["jsl", "provision", "--project", ".", "--yes"], project, env)
-    resource = JetStreamResource(servers=server.url, connect_timeout=5, request_timeout=5)
+    resource = JetStreamResource(servers=env["NATS_URL"], connect_timeout=5, request_timeout=5)
     with resource.client() as js:
         subject = {0: "orders.placed", 1: "orders.shipped"}
         js.publish_batch((subject[i % 2], encoded(payload(i))) for i in range(EVENTS))
     said["launch"] = run(["dg", "launch", "--assets", "*"], project, env)
     said["tables"] = run(["jsl", "tables"], project, env)
     said["imported"] = run(
-        [str(bin_dir / "python"), "-c", "import pipelines; print(pipelines.__file__)"], project, env
+        [
+            str(bin_dir / "python"),
+            "-c",
+            "import sys, pipelines; print(pipelines.__file__); print(sys.version.split()[0])",
+        ],
+        project,
+        env,
     )
     return said
 
 
-def test_the_package_is_imported_from_the_fresh_virtualenv(newcomer, landed):
-    bin_dir, _, _ = newcomer
+def test_the_package_is_imported_from_the_fresh_virtualenv_of_the_ways_python(newcomer, landed):
+    way, bin_dir, _, _ = newcomer
+    where, version = landed["imported"].split()
 
-    assert Path(landed["imported"].strip()).is_relative_to(bin_dir.parent)
+    assert Path(where).is_relative_to(bin_dir.parent)
+    assert version.startswith(f"{way.python}.")
+
+
+def test_dg_lists_the_component_from_the_packages_entry_point(landed):
+    assert COMPONENT in landed["components"]
 
 
 def test_every_table_lives_in_the_project_folder_and_nothing_in_the_virtualenv(newcomer, landed):
-    bin_dir, project, _ = newcomer
+    _, bin_dir, project, _ = newcomer
     root = project / ".data" / "lakehouse"
 
     for table in (*TABLES, "quarantine/orders"):
@@ -221,7 +275,7 @@ def test_every_table_lives_in_the_project_folder_and_nothing_in_the_virtualenv(n
 
 
 def test_each_event_is_in_bronze_once_and_in_silver_or_quarantine_once(spark, newcomer, landed):
-    _, project, _ = newcomer
+    _, _, project, _ = newcomer
     root = project / ".data" / "lakehouse"
 
     def rows(table: str) -> int:
@@ -234,7 +288,7 @@ def test_each_event_is_in_bronze_once_and_in_silver_or_quarantine_once(spark, ne
 
 
 def test_the_first_line_says_where_the_tables_and_the_dagster_home_are(newcomer, landed):
-    _, project, _ = newcomer
+    _, _, project, _ = newcomer
 
     for command in ("provision", "tables"):
         first = landed[command].splitlines()[0]
@@ -251,7 +305,7 @@ def test_jsl_tables_prints_each_table_with_its_rows(landed):
 def test_the_instance_kept_the_run_and_the_check_results(newcomer, landed):
     from dagster import DagsterEventType, DagsterInstance
 
-    _, project, _ = newcomer
+    _, _, project, _ = newcomer
     with DagsterInstance.from_config(str(project / ".data" / "dagster_home")) as instance:
         (run_record,) = instance.get_runs()
         checked = instance.all_logs(
