@@ -6,9 +6,10 @@
 #   make bench  the benchmarks in bench/ (see docs/performance.md)
 
 # The virtualenv's Python: the first of 3.11 (what CI runs the suite on), 3.12, 3.13, 3.10 found;
-# any of them runs the project (`make demo PYTHON=python3.13`).
+# (one that runs: a pyenv shim of a version not selected does not); any of them runs the
+# project (`make demo PYTHON=python3.13`).
 PYTHON ?= $(shell for p in python3.11 python3.12 python3.13 python3.10; do \
-            command -v $$p >/dev/null && { echo $$p; break; }; done)
+            $$p -c '' >/dev/null 2>&1 && { echo $$p; break; }; done)
 VENV   ?= .venv
 PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.installed
@@ -29,6 +30,8 @@ DATA_DIR  := $(or $(LAKEHOUSE_DATA_DIR),.data)
 SETUP_LOG ?= $(DATA_DIR)/logs/setup.log
 
 $(STAMP): pyproject.toml constraints.txt
+	@test -x $(PY) || test -n "$(PYTHON)" || \
+	 { echo "[setup] FAILED: no python3.10 to python3.13 runs here; install one, or give PYTHON=..."; exit 1; }
 	@mkdir -p $(dir $(SETUP_LOG))
 	@echo "[setup] Python packages: installing into $(VENV) (pip's output: $(SETUP_LOG))"
 	@{ test -x $(PY) || $(PYTHON) -m venv $(VENV); } >>$(SETUP_LOG) 2>&1 && \
