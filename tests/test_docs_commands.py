@@ -59,12 +59,25 @@ RUN_ELSEWHERE = {
     # docs/your-stream.md's install and set-up, followed word for word in a temporary folder
     # (the venv's bin first on PATH is what activate does; the server is the same binary with
     # JetStream and a store dir, on a free port)
-    "python3.11 -m venv .venv": "tests/test_install.py",
-    ". .venv/bin/activate": "tests/test_install.py",
-    "pip install /path/to/jetstream-lakehouse": "tests/test_install.py",
     "jsl setup": "tests/test_install.py",
     "nats-server --jetstream --store_dir .data/nats": "tests/test_install.py",
     "jsl tables": "tests/test_install.py",
+    # docs/your-stream.md's two ways of starting a project, each block run as written
+    **{
+        command: "tests/test_install.py"
+        for command in (
+            "export UV_PYTHON=3.13",
+            "uvx create-dagster@1.13.27 project orders-lake --uv-sync",
+            "cd orders-lake",
+            "uv add /path/to/dagster_jetstream-0.1.0-py3-none-any.whl",
+            "source .venv/bin/activate",
+            "python3 -m venv orders-lake-venv",
+            "source orders-lake-venv/bin/activate",
+            "pip install create-dagster==1.13.27",
+            "create-dagster project orders-lake --no-uv-sync",
+            "pip install --editable . /path/to/dagster_jetstream-0.1.0-py3-none-any.whl",
+        )
+    },
     "make test": ".ci/run",  # this suite
     "make dev": "tests/ui/test_cli.py",
     "DAGSTER_WEBSERVER_PORT=3001 make dev": "tests/ui/test_cli.py",
