@@ -32,9 +32,7 @@ from __future__ import annotations
 import argparse
 import contextlib
 import json
-import os
 import statistics
-import subprocess
 import sys
 import tempfile
 import time
@@ -59,7 +57,12 @@ from resources.jetstream import (  # noqa: E402
     reconcile,
 )
 from tests.pipelines.ingest.harness import publish_events  # noqa: E402
-from tests.sensors.test_daemon import DAGSTER_YAML, start_daemon  # noqa: E402
+from tests.sensors.test_daemon import (  # noqa: E402
+    DAGSTER_YAML,
+    daemon_env,
+    execute_ingest_job,
+    start_daemon,
+)
 
 WAIT = 600  # seconds for one round, at most
 
@@ -91,18 +94,16 @@ def main() -> int:
             streams=(StreamSpec(stream, (f"{stream}.files.>",)),),
             consumers=(spec.consumer_spec(),),
         )
-        env = {
-            **os.environ,
-            "DAGSTER_HOME": str(home),
-            "JSL_TEST_NATS_URL": server.url,
-            "JSL_TEST_STREAM": stream,
-            "JSL_TEST_TABLE_ROOT": str(work / "lakehouse"),
-            "JSL_TEST_LEASE_TTL": str(args.lease_ttl),
-            "JSL_TEST_SENSOR_INTERVAL": str(args.interval),
-            "JSL_TEST_KILL_ARMED": str(armed),
-            "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ.get('PATH', '')}",
+        env = daemon_env(
+            home,
+            server.url,
+            stream,
+            work / "lakehouse",
+            JSL_TEST_LEASE_TTL=str(args.lease_ttl),
+            JSL_TEST_SENSOR_INTERVAL=str(args.interval),
+            JSL_TEST_KILL_ARMED=str(armed),
             **({"SPARK_REMOTE": remote} if remote else {}),
-        }
+        )
         log = work / "daemon.log"
         with JetStreamResource(servers=server.url).client() as js:
             reconcile(js, topology)
@@ -135,18 +136,7 @@ def main() -> int:
 
 def execute_killed(stream: str, env: dict) -> float:
     """Runs the ingest's job with `dagster job execute`; returns when it killed itself."""
-    done = subprocess.run(
-        [
-            str(Path(sys.executable).parent / "dagster"),
-            *("job", "execute", "-m", "tests.sensors.daemon_location"),
-            *("-j", f"ingest_{stream.lower()}"),
-        ],
-        cwd=REPO,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=WAIT,
-    )
+    done = execute_ingest_job(stream, env)
     if done.returncode != -9:
         raise SystemExit(f"the run was not killed (exit {done.returncode}):\n{done.stderr[-3000:]}")
     return time.time()

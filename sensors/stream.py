@@ -248,9 +248,9 @@ def settle_dead_runs(
     *,
     spec: IngestSpec,
     options: StreamSensorOptions,
-) -> list[RunRecord]:
+) -> None:
     """Marks failed the runs among `records` whose process is gone (`assets.liveness`), so
-    that neither this sensor nor the run queue waits behind them; returns the others.
+    that neither this sensor nor the run queue waits behind them.
 
     A run is judged dead only when it stopped saying it is alive *and* holds no unexpired
     lease on the ingest (read from NATS only when a run looks dead by the first sign).
@@ -259,7 +259,7 @@ def settle_dead_runs(
     bronze = bronze_asset_key(spec, options.key_prefix)
     ttl = spec.lease_ttl
     if not dead_runs(records, now=now, lease=None, ttl=ttl, bronze=bronze):
-        return list(records)
+        return
     try:
         with tick_client(jetstream, options.tick_budget) as client:
             entry = client.key_value(spec.checkpoint_bucket).try_get(
@@ -272,7 +272,7 @@ def settle_dead_runs(
             f"cannot read the lease of {spec.stream}/{spec.durable} to judge runs that look "
             f"dead ({error}); waiting for them this tick"
         )
-        return list(records)
+        return
     lease = None if entry is None else LeaseValue.from_json(entry.value)
     dead = dead_runs(records, now=now, lease=lease, ttl=ttl, bronze=bronze)
     sensor_name = options.sensor_name(spec)
@@ -285,8 +285,6 @@ def settle_dead_runs(
         )
         context.instance.report_run_failed(run.record.dagster_run, message=message)
         context.log.warning(f"run {run.run_id}: {message}")
-    gone = {run.run_id for run in dead}
-    return [record for record in records if record.dagster_run.run_id not in gone]
 
 
 def build_stream_sensor(

@@ -218,7 +218,7 @@ def wait_for_lease(
             unknown.
     """
     deadline = time.monotonic() + wait
-    waited_out: str | None = None  # a holder Dagster has as over, whose lease is waited out
+    looked: dict[str, str | None] = {}  # holder -> its run's state when last looked up
     looked_at = -LOOK_EVERY  # when Dagster was last asked (monotonic)
     reported = False
     while True:
@@ -228,11 +228,10 @@ def wait_for_lease(
         if current is None or current.expires_at <= now:
             return
         due = time.monotonic() - looked_at >= LOOK_EVERY or time.monotonic() >= deadline
-        if run_state is not None and waited_out != current.holder and due:
+        if run_state is not None and looked.get(current.holder) not in _OVER and due:
             looked_at = time.monotonic()
-            state = _state_of(current.holder, run_state)
+            state = looked[current.holder] = _state_of(current.holder, run_state)
             if state in _OVER:  # its process is gone: the lease lapses by itself, soon
-                waited_out = current.holder
                 left = (current.expires_at - now).total_seconds()
                 left = left if ttl is None else min(left, ttl)
                 deadline = max(deadline, time.monotonic() + left + poll)
@@ -243,8 +242,9 @@ def wait_for_lease(
                         "for it to lapse"
                     )
                     reported = True
-        if time.monotonic() >= deadline:
-            raise _held(current, stream, consumer, _holder_known(current.holder, run_state))
+        if time.monotonic() >= deadline:  # the holder was just looked up, if it could be
+            known = _holder_known(looked.get(current.holder, CANNOT_TELL))
+            raise _held(current, stream, consumer, known)
         if log is not None and not reported:
             log.info(
                 f"{stream}/{consumer}: waiting up to {wait:g} s for run {current.holder!r}'s "
@@ -255,25 +255,23 @@ def wait_for_lease(
 
 
 LOOK_EVERY = 2.0  # seconds between two lookups of a lease holder's run while waiting
+CANNOT_TELL = ""  # a holder's state when nobody asked Dagster, or the lookup failed
 
 
 def _state_of(holder: str, run_state: RunState) -> str | None:
-    """The holder's run status as Dagster has it; None if unknown or the lookup failed."""
+    """The holder's run status as Dagster has it (None: no such run; `CANNOT_TELL`: the
+    lookup failed, which is logged)."""
     try:
         return run_state(holder)
     except Exception as error:  # the instance's storage, whatever fails there
         log.warning("could not look run %r up in Dagster: %s", holder, error)
-        return None
+        return CANNOT_TELL
 
 
-def _holder_known(holder: str, run_state: RunState | None) -> str:
+def _holder_known(state: str | None) -> str:
     """What the error says of the holder's run, as Dagster knows it (nothing if it cannot
     tell: the error is the lease's, not the instance's)."""
-    if run_state is None:
-        return ""
-    try:
-        state = run_state(holder)
-    except Exception:  # the instance's storage, whatever fails there (`_state_of` logged it)
+    if state == CANNOT_TELL:
         return ""
     if state is None:
         return " Dagster here has no such run (another instance, or a jsl command, holds it)."

@@ -66,22 +66,49 @@ def start_daemon(home: Path, env: dict[str, str], log: Path) -> subprocess.Popen
         )
 
 
+def daemon_env(home: Path, nats_url: str, stream: str, table_root: Path, **more: str) -> dict:
+    """The environment of the daemon and the runs on `daemon_location.py`: DAGSTER_HOME, the
+    location's variables, this Python's bin first on PATH, and `more` (the tests' Spark
+    tuning, a lease TTL, a kill armed; see the location's docstring)."""
+    return {
+        **os.environ,
+        "DAGSTER_HOME": str(home),
+        "JSL_TEST_NATS_URL": nats_url,
+        "JSL_TEST_STREAM": stream,
+        "JSL_TEST_TABLE_ROOT": str(table_root),
+        "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ.get('PATH', '')}",
+        **more,
+    }
+
+
+# The tests' Spark for each run: a small heap and two shuffle partitions.
+TEST_SPARK = {"JSL_SPARK_DRIVER_MEMORY": "1g", "JSL_SPARK_SHUFFLE_PARTITIONS": "2"}
+
+
+def execute_ingest_job(stream: str, env: dict) -> subprocess.CompletedProcess:
+    """`dagster job execute` of the location's ingest job for `stream`: a run with no daemon
+    and no code server."""
+    return subprocess.run(
+        [
+            str(Path(sys.executable).parent / "dagster"),
+            *("job", "execute", "-m", "tests.sensors.daemon_location"),
+            *("-j", f"ingest_{stream.lower()}"),
+        ],
+        cwd=PROJECT,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=WAIT,
+    )
+
+
 def test_daemon_sensor_launches_runs_that_land_newly_published_messages(
     js, spark, ingest, nats_server, tmp_path
 ):
     home = tmp_path / "dagster_home"
     home.mkdir()
     table_root = tmp_path / "lakehouse"
-    env = {
-        **os.environ,
-        "DAGSTER_HOME": str(home),
-        "JSL_TEST_NATS_URL": nats_server.url,
-        "JSL_TEST_STREAM": ingest.stream,
-        "JSL_TEST_TABLE_ROOT": str(table_root),
-        "JSL_SPARK_DRIVER_MEMORY": "1g",
-        "JSL_SPARK_SHUFFLE_PARTITIONS": "2",
-        "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ.get('PATH', '')}",
-    }
+    env = daemon_env(home, nats_server.url, ingest.stream, table_root, **TEST_SPARK)
     log = tmp_path / "daemon.log"
     daemon = start_daemon(home, env, log)
     try:

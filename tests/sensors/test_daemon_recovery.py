@@ -11,9 +11,6 @@ waits less than the default 30 s per kill. `recovery_times` are what `bench/reco
 reports at the defaults.
 """
 
-import os
-import subprocess
-import sys
 import time
 from pathlib import Path
 
@@ -21,24 +18,18 @@ from dagster import DagsterEventType, DagsterInstance, DagsterRunStatus, RunsFil
 
 from pipelines.cli.supervise import stop_group
 from tests.pipelines.ingest.harness import publish_events
-from tests.sensors.test_daemon import DAGSTER_YAML, PROJECT, WAIT, landed, start_daemon, tail
+from tests.sensors.test_daemon import (
+    DAGSTER_YAML,
+    TEST_SPARK,
+    WAIT,
+    daemon_env,
+    execute_ingest_job,
+    landed,
+    start_daemon,
+    tail,
+)
 
 LEASE_TTL = 15  # seconds: beats every 5 s, 10 s of margin on a busy machine's sqlite
-
-
-def daemon_env(home: Path, nats_url: str, stream: str, table_root: Path, armed: Path) -> dict:
-    return {
-        **os.environ,
-        "DAGSTER_HOME": str(home),
-        "JSL_TEST_NATS_URL": nats_url,
-        "JSL_TEST_STREAM": stream,
-        "JSL_TEST_TABLE_ROOT": str(table_root),
-        "JSL_TEST_LEASE_TTL": str(LEASE_TTL),
-        "JSL_TEST_KILL_ARMED": str(armed),
-        "JSL_SPARK_DRIVER_MEMORY": "1g",
-        "JSL_SPARK_SHUFFLE_PARTITIONS": "2",
-        "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ.get('PATH', '')}",
-    }
 
 
 def test_runs_killed_mid_ingest_are_marked_failed_and_their_ranges_land_exactly_once(
@@ -49,7 +40,15 @@ def test_runs_killed_mid_ingest_are_marked_failed_and_their_ranges_land_exactly_
     (home / "dagster.yaml").write_text(DAGSTER_YAML)
     table_root = tmp_path / "lakehouse"
     armed = tmp_path / "kill-armed"
-    env = daemon_env(home, nats_server.url, ingest.stream, table_root, armed)
+    env = daemon_env(
+        home,
+        nats_server.url,
+        ingest.stream,
+        table_root,
+        JSL_TEST_LEASE_TTL=str(LEASE_TTL),
+        JSL_TEST_KILL_ARMED=str(armed),
+        **TEST_SPARK,
+    )
     log = tmp_path / "daemon.log"
     path = table_root / ingest.table
     ingest_id = f"{ingest.stream}:bronze"
@@ -57,18 +56,7 @@ def test_runs_killed_mid_ingest_are_marked_failed_and_their_ranges_land_exactly_
     # 1. `dagster job execute`, killed once it planned its range: no daemon runs yet.
     published = publish_events(js, ingest.stream, 40, seed=9)
     armed.touch()
-    executed = subprocess.run(
-        [
-            str(Path(sys.executable).parent / "dagster"),
-            *("job", "execute", "-m", "tests.sensors.daemon_location"),
-            *("-j", f"ingest_{ingest.name}"),
-        ],
-        cwd=PROJECT,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=WAIT,
-    )
+    executed = execute_ingest_job(ingest.stream, env)
     kills = [time.time()]
     assert executed.returncode == -9, executed.stdout[-3000:] + executed.stderr[-3000:]
     assert not armed.exists()

@@ -243,6 +243,19 @@ def crash_after_planning(step: str) -> None:
         raise Crash(step)
 
 
+def land_file_events(js, spark, tmp_path, run_id: str, **options) -> None:
+    """One run of the file-events ingest into `tmp_path`'s bronze table."""
+    ingest(
+        js,
+        spark,
+        BRONZE_FILE_EVENTS,
+        str(tmp_path / "bronze"),
+        checkpoints=js.key_value(CHECKPOINTS.bucket),
+        run_id=run_id,
+        **options,
+    )
+
+
 def test_a_run_stopped_after_planning_shows_its_planned_range_then_its_recovery(
     bare_server, spark, tmp_path, capsys
 ):
@@ -250,15 +263,8 @@ def test_a_run_stopped_after_planning_shows_its_planned_range_then_its_recovery(
         reconcile(js, FILE_TRASH_TOPOLOGY)
         publish_events(js, generate_event_mix(12, now=NOW, seed=8))
         with pytest.raises(Crash):
-            ingest(
-                js,
-                spark,
-                BRONZE_FILE_EVENTS,
-                str(tmp_path / "bronze"),
-                checkpoints=js.key_value(CHECKPOINTS.bucket),
-                run_id="run-that-stopped",
-                options=IngestRunOptions(hook=crash_after_planning),
-            )
+            crashing = IngestRunOptions(hook=crash_after_planning)
+            land_file_events(js, spark, tmp_path, "run-that-stopped", options=crashing)
 
     doc = status_json(bare_server, capsys)
     assert status.run(parse("--nats-url", bare_server)) == 0
@@ -276,14 +282,7 @@ def test_a_run_stopped_after_planning_shows_its_planned_range_then_its_recovery(
 
     # The next run finishes that range: the status says it was a recovery, and by whom.
     with JetStreamResource(servers=bare_server).client() as js:
-        ingest(
-            js,
-            spark,
-            BRONZE_FILE_EVENTS,
-            str(tmp_path / "bronze"),
-            checkpoints=js.key_value(CHECKPOINTS.bucket),
-            run_id="run-recovering",
-        )
+        land_file_events(js, spark, tmp_path, "run-recovering")
     bronze = by(status_json(bare_server, capsys)["ingests"], "name")["file_events"]
     assert (bronze["checkpoint"], bronze["last_run_range"]) == ("committed", [1, 12])
     assert (bronze["last_run_id"], bronze["last_recovered_by"]) == (
