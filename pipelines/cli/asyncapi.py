@@ -161,12 +161,15 @@ def _message(event_type: str) -> dict[str, Any]:
 
 def _with_contract(schema: dict[str, Any], event: EventType) -> dict[str, Any]:
     """`schema` with the contract's column names, rule names, severities other than
-    quarantine and not-in-future skews."""
+    quarantine, not-in-future skews, and its flattened objects (`x-jsl-flatten`)."""
     schema = copy.deepcopy(schema)
     for field in event.fields:
         node = schema
-        for key in field.path.split("."):
+        keys = field.path.split(".")
+        for depth, key in enumerate(keys):
             node = node["properties"][key]
+            if depth < len(keys) - 1:  # the contract gives its members columns of their own
+                node["x-jsl-flatten"] = True
         if field.column != snake_case(field.path.rsplit(".", 1)[-1]):
             node["x-jsl-column"] = field.column
         named = {c.kind: c.rule for c in field.constraints if c.rule}

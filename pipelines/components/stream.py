@@ -68,6 +68,8 @@ from pipelines.components.models import (
 from pipelines.components.scaffold import JetStreamStreamScaffolder
 from pipelines.contract import (
     Contract,
+    Layout,
+    NestedObjects,
     contract_from_dict,
     derived_from_dict,
     read_asyncapi,
@@ -78,7 +80,13 @@ from pipelines.contract import (
 from pipelines.ingest.spec import IngestSpec
 from pipelines.lakehouse.artifacts import ARTIFACTS_BUCKET, ARTIFACTS_DESCRIPTION
 from pipelines.settings import Settings
-from pipelines.silver.drift import LOGGER, REPORTS, DriftReport, pending_changes
+from pipelines.silver.drift import (
+    LOGGER,
+    REPORTS,
+    DriftReport,
+    pending_changes,
+    written_columns,
+)
 from pipelines.silver.evolution import OnSchemaChange
 from pipelines.silver.schema import RUN_FIELDS, SOURCE_FIELDS
 from pipelines.silver.stage import quarantine_table
@@ -152,6 +160,14 @@ class JetStreamStream(Component, Model, Resolvable):
         default=None,
         description="Event type -> its derived columns ({column: Spark SQL expression}, as "
         "under a contract's derived:), with asyncapi_file or json_schema_files.",
+    )
+    nested_objects: NestedObjects | None = Field(
+        default=None,
+        description="With asyncapi_file or json_schema_files: struct keeps each nested "
+        "object with properties as one struct column (data.fileSize lands in data.file_size); "
+        "flatten gives each of its properties a column of its own (file_size). Unset: a new "
+        "table's objects are structs, and an existing table keeps the layout it was written "
+        "with (docs/contract.md).",
     )
     silver_from: str | None = Field(
         default=None,
@@ -293,6 +309,8 @@ class JetStreamStream(Component, Model, Resolvable):
                 return read_contract(directory / self.contract_file)
             with site.blames(("envelope",), self.stream.name):
                 envelope = envelope_of(self.envelope)
+            root = LakehouseResource(root=Settings.from_env().lakehouse_root)
+            layout = Layout(self.nested_objects, lambda table: written_columns(root, table))
             if form == "json_schema_files":
                 return read_json_schemas(
                     [directory / name for name in files],
@@ -301,6 +319,7 @@ class JetStreamStream(Component, Model, Resolvable):
                     derived=derived,
                     # One event type told apart by nothing: it is the stream's every message.
                     default_subjects=self.stream.subjects if envelope.event_type is None else (),
+                    layout=layout,
                 )
             return read_asyncapi(
                 directory / self.asyncapi_file,
@@ -309,6 +328,7 @@ class JetStreamStream(Component, Model, Resolvable):
                 envelope=envelope,
                 tables=self.tables,
                 derived=derived,
+                layout=layout,
             )
 
     def _derived(self, directory: Path, site: DeclarationSite) -> dict | None:

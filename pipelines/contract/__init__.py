@@ -26,7 +26,12 @@ from pipelines.contract.constraints import (
 )
 from pipelines.contract.datatypes import FieldType, TimestampEncoding, TypeKind, parse_type
 from pipelines.contract.errors import ContractError
-from pipelines.contract.json_schema_reader import contract_from_json_schemas, read_json_schemas
+from pipelines.contract.json_schema_reader import (
+    Layout,
+    NestedObjects,
+    contract_from_json_schemas,
+    read_json_schemas,
+)
 from pipelines.contract.model import (
     RESERVED_COLUMNS,
     UNKNOWN_FIELDS_COLUMN,
@@ -72,6 +77,7 @@ __all__ = [
     "Field",
     "FieldType",
     "Format",
+    "Layout",
     "MaxItems",
     "MaxLength",
     "MaxProperties",
@@ -79,6 +85,7 @@ __all__ = [
     "MinLength",
     "MinProperties",
     "MultipleOf",
+    "NestedObjects",
     "NotInFuture",
     "Pattern",
     "Range",

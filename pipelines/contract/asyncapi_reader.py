@@ -52,7 +52,7 @@ from pipelines.contract.asyncapi_channels import (
 from pipelines.contract.asyncapi_columns import channel_column, header_fields, parameter_fields
 from pipelines.contract.errors import located
 from pipelines.contract.json_schema_document import At
-from pipelines.contract.json_schema_reader import NO_ENVELOPE, SchemaReader
+from pipelines.contract.json_schema_reader import NO_ENVELOPE, STRUCT_LAYOUT, Layout, SchemaReader
 from pipelines.contract.model import Contract, DerivedColumn, Envelope, EventType
 from pipelines.contract.yaml_source import load_document
 
@@ -75,6 +75,7 @@ def read_asyncapi(
     envelope: Envelope = NO_ENVELOPE,
     tables: Mapping[str, str] | None = None,
     derived: Mapping[str, Sequence[DerivedColumn]] | None = None,
+    layout: Layout = STRUCT_LAYOUT,
 ) -> Contract:
     """Reads the contract of `stream` from an AsyncAPI 2.x or 3.x file (YAML 1.2 or JSON).
 
@@ -86,6 +87,7 @@ def read_asyncapi(
         envelope: the envelope's paths.
         tables: per event type, its silver table (default `silver/<snake_case name>`).
         derived: per event type, its derived columns.
+        layout: which nested objects are flattened (default: none, each is a struct).
 
     Returns:
         The contract.
@@ -101,6 +103,7 @@ def read_asyncapi(
         envelope=envelope,
         tables=tables,
         derived=derived,
+        layout=layout,
         source=document.source,
         line_of=document.line_of,
     )
@@ -116,6 +119,7 @@ def contract_from_asyncapi(
     derived: Mapping[str, Sequence[DerivedColumn]] | None = None,
     source: str | None = None,
     line_of=None,
+    layout: Layout = STRUCT_LAYOUT,
 ) -> Contract:
     """The contract of `stream` from a parsed AsyncAPI 2.x or 3.x document.
 
@@ -127,6 +131,7 @@ def contract_from_asyncapi(
         envelope: the envelope's paths.
         tables: per event type, its silver table (default `silver/<snake_case name>`).
         derived: per event type, its derived columns.
+        layout: which nested objects are flattened (default: none, each is a struct).
         source: the document's file or name in errors.
         line_of: the line of a path in the document, if known.
 
@@ -149,7 +154,7 @@ def contract_from_asyncapi(
     derived = derived or {}
     events = []
     for message, at, on in _messages(channels):
-        for event in _event_types(reader, message, at, on, version, envelope, tables):
+        for event in _event_types(reader, message, at, on, version, envelope, tables, layout):
             if event.name in derived:
                 with located(source, ("events", event.name)):
                     event = replace(event, derived=(*event.derived, *derived[event.name]))
@@ -186,6 +191,7 @@ def _event_types(
     version: int,
     envelope: Envelope,
     tables: Mapping[str, str] | None,
+    layout: Layout,
 ) -> list[EventType]:
     """The message's event type (or one per schema of a payload's discriminated `oneOf`)."""
     payload, payload_at = _payload(reader, message, at, version)
@@ -207,7 +213,13 @@ def _event_types(
     events = []
     for schema, schema_at, variant in reader.variants(payload, payload_at, name, inner):
         event = reader.event_type(
-            schema, schema_at, name=variant, envelope=inner, tables=tables, subjects=subjects
+            schema,
+            schema_at,
+            name=variant,
+            envelope=inner,
+            tables=tables,
+            subjects=subjects,
+            layout=layout,
         )
         with reader.at(at):
             events.append(

@@ -112,8 +112,11 @@ class SchemaConstraints(SchemaDocument):
             "minProperties": (sizes.MinProperties, "count"),
             "maxProperties": (sizes.MaxProperties, "count"),
         }
+        an_object = field_type.kind is TypeKind.STRUCT and "x-jsl-type" not in schema
         for key, (kind, argument) in counts.items():
-            if key in schema:
+            if key in schema and an_object and key.endswith("Properties"):
+                self.delegate((*at, key))  # JSON Schema counts null and undeclared members too
+            elif key in schema:
                 found.append((kind, {argument: schema[key]}))
         if schema.get("uniqueItems") is True:
             found.append((sizes.UniqueItems, {}))

@@ -24,8 +24,8 @@ ANNOTATIONS = frozenset(
      "discriminator", "xml", "externalDocs", "$recursiveAnchor"}
 )  # fmt: skip
 EXTENSIONS = frozenset(
-    {"x-jsl-type", "x-jsl-column", "x-jsl-rule", "x-jsl-severity", "x-jsl-not-in-future",
-     "x-jsl-unknown-fields", "x-jsl-severities"}
+    {"x-jsl-type", "x-jsl-column", "x-jsl-flatten", "x-jsl-rule", "x-jsl-severity",
+     "x-jsl-not-in-future", "x-jsl-unknown-fields", "x-jsl-severities"}
 )  # fmt: skip
 # Keywords no column or one-column rule can express: the validator judges them
 # (`pipelines.contract.schema_check`).

@@ -6,11 +6,14 @@ See `pipelines.contract.json_schema_reader` for the whole mapping.
 
 from __future__ import annotations
 
+import zlib
+from collections import Counter
 from collections.abc import Iterator, Mapping
 from dataclasses import replace
 from typing import Any
 
 from pipelines.contract.datatypes import TYPE_HELP, FieldType, TypeKind, parse_type
+from pipelines.contract.fields import default_column
 from pipelines.contract.json_schema_constraints import CHECKED_FORMATS, SchemaConstraints
 from pipelines.contract.json_schema_document import DECIMAL_TEXT, ORIGINS, At
 from pipelines.contract.model import Field
@@ -102,14 +105,29 @@ class SchemaFields(SchemaConstraints):
                 ),
             )
 
+    def is_container(self, schema: Any, at: At) -> bool:
+        """Whether `schema` is an object with properties or an array (where a recursive
+        `$ref` nests)."""
+        resolved, _ = self.schema(schema, at)
+        return "properties" in resolved or "items" in resolved
+
     def is_object(self, schema: Mapping) -> bool:
         kind = schema.get("type")
         return kind == "object" or (kind is None and "properties" in schema)
 
     def struct_fields(self, schema: Mapping, at: At) -> tuple[Field, ...]:
-        return tuple(
+        """A struct's members; keys whose columns would be one (`ID` and `id`) each get
+        their key's checksum after the column (`id_5d6e1b`), so no two collide."""
+        found = [
             self.field(prop, prop_at, key, is_required)
             for key, prop, prop_at, is_required in self.properties(schema, at)
+        ]
+        shared = Counter(f.column.lower() for f in found)
+        return tuple(
+            replace(f, column=f"{f.column}_{zlib.crc32(f.path.encode()):08x}"[: len(f.column) + 7])
+            if shared[f.column.lower()] > 1 and f.column == default_column(f.path)
+            else f
+            for f in found
         )
 
     def annotation(self, fmt: object, at: At, kind: str) -> None:
@@ -122,7 +140,7 @@ class SchemaFields(SchemaConstraints):
 
     def field_type(self, schema: Mapping, at: At) -> FieldType:
         depth = self.__dict__.get("depth", 0)
-        if depth > MAX_DEPTH:
+        if depth > MAX_DEPTH and self.is_container(schema, at):
             raise self.fail(
                 f"the schema nests more than {MAX_DEPTH} levels here: a recursive $ref (a "
                 "model that contains itself, such as a tree)? The contract needs a finite "
@@ -187,7 +205,7 @@ class SchemaFields(SchemaConstraints):
             return FieldType(TypeKind.ARRAY, element=element)
         if kind == "object":
             values = schema.get("additionalProperties", True)
-            if "properties" in schema:
+            if schema.get("properties"):
                 return FieldType(TypeKind.STRUCT, fields=self.struct_fields(schema, at))
             if values is True:
                 values = {}

@@ -24,9 +24,12 @@ object schemas told apart by a const discriminator (one event type each).
     type, enum or const without null           not nullable: JSON null on an optional field
                                                is mistyped (`Field.nullable` false)
     allOf: [...]                               merged (properties and required joined)
-    nested type: object with properties        flattened: data.fileSize -> column file_size
-                                               (last keys colliding: the whole path,
-                                               head_commit__author__name)
+    nested type: object with properties        struct (members by their keys' columns);
+                                               flattened where asked (x-jsl-flatten: true,
+                                               Layout, a table written so, an object holding
+                                               an envelope path): data.fileSize -> column
+                                               file_size (last keys colliding: the whole
+                                               path, head_commit__author__name)
     type: object, additionalProperties: S      map<type of S> (an object with no properties)
     type: array, items: S                      array<type of S> (objects: array<struct>);
                                                S's constraints check each element, its
@@ -48,8 +51,9 @@ object schemas told apart by a const discriminator (one event type each).
     const elsewhere                            enum of one value
     $ref: "#/..."                              resolved in the same document (keywords beside
                                                it merged as an allOf)
-    x-jsl-type: decimal(12,2)                  overrides the type (any contract type);
-                                               struct keeps a nested object as one column
+    x-jsl-type: decimal(12,2)                  overrides the type (any contract type)
+    x-jsl-flatten: true | false                this object's properties are columns of
+                                               their own / it is one struct column
     x-jsl-column: name                         the column's name
     x-jsl-rule, x-jsl-severity                 the rule's name and severity: text for the
                                                only constraint, or {<kind>: value}
@@ -60,7 +64,8 @@ object schemas told apart by a const discriminator (one event type each).
 
 A union of unlike types is the value's JSON text (a sentinel branch such as githubkit's
 `<UNSET>` is dropped; branches of one JSON type are that type); flattened properties whose
-last keys share a column are named by their whole path (`__` between keys). Keywords no
+last keys share a column are named by their whole path (`__` between keys), struct members
+whose keys share a column (`ID`, `id`) by their key's checksum after it. Keywords no
 column or one-column rule can express (`not`, `if`/`then`/`else`, `patternProperties`,
 `dependent*`, `propertyNames`, `prefixItems`, `contains`, `unevaluated*`, such unions, allOf
 narrowings, recursive `$ref`s, formats only the validator knows, an optional or nullable
@@ -74,15 +79,15 @@ docs/contract.md has the table of every keyword.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
-from dataclasses import replace
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
 from pipelines.contract.constraints import NotInFuture, Severity
 from pipelines.contract.datatypes import FieldType
 from pipelines.contract.errors import ContractError, combined, located
-from pipelines.contract.fields import default_column, path_column
+from pipelines.contract.fields import SourceKind, default_column, field_source, path_column
 from pipelines.contract.json_schema_constraints import DECIMAL_PATTERN
 from pipelines.contract.json_schema_document import ANNOTATIONS, At
 from pipelines.contract.json_schema_fields import MAX_DEPTH, SchemaFields
@@ -99,8 +104,53 @@ from pipelines.contract.model import (
 )
 from pipelines.contract.schema_check import SchemaCheck
 from pipelines.contract.yaml_source import load_document
+from resources.backports import StrEnum
 
 NO_ENVELOPE = Envelope()
+
+
+class NestedObjects(StrEnum):
+    """How a nested object with `properties` lands: one struct column (the default), or
+    flattened into a column per property (`data.fileSize` -> `file_size`)."""
+
+    STRUCT = "struct"
+    FLATTEN = "flatten"
+
+
+@dataclass(frozen=True)
+class Layout:
+    """Which nested objects are flattened into columns.
+
+    Attributes:
+        nested_objects: the explicit setting for every table; None: each table as it was
+            written (below), a new table's objects as structs.
+        written: a silver table's JSON path -> column as its properties record them (None for
+            a table that does not exist): an object whose properties were written as
+            columns of their own stays flattened, one written as a column stays a struct,
+            and a table written before the paths were recorded (an empty mapping) or one
+            with flattened objects flattens new objects too. A property's own
+            `x-jsl-flatten: true|false` comes first.
+    """
+
+    nested_objects: NestedObjects | None = None
+    written: Callable[[str], Mapping[str, str] | None] = lambda table: None
+
+    def flattens(self, table: str, path: str) -> bool:
+        """Whether the object at JSON `path` of `table`'s event type is flattened."""
+        if self.nested_objects is not None:
+            return self.nested_objects is NestedObjects.FLATTEN
+        columns = self.written(table)
+        if columns is None:
+            return False
+        if path in columns:
+            return False
+        if any(p.startswith(f"{path}.") for p in columns):
+            return True
+        payload = [p for p in columns if field_source(p).kind is SourceKind.PAYLOAD]
+        return not columns or any("." in p for p in payload)
+
+
+STRUCT_LAYOUT = Layout()
 
 
 class SchemaReader(SchemaFields):
@@ -122,6 +172,7 @@ class SchemaReader(SchemaFields):
         tables: Mapping[str, str] | None = None,
         subjects: Sequence[str] = (),
         derived: Sequence[DerivedColumn] = (),
+        layout: Layout = STRUCT_LAYOUT,
     ) -> EventType:
         """The event type a message's payload schema describes (see the module docstring)."""
         self.delegated.clear()
@@ -129,14 +180,6 @@ class SchemaReader(SchemaFields):
         payload_at = at
         schema, at = self.schema(schema, at)
         self.check_keywords(schema, at)
-        policies: list[tuple[bool, At]] = []
-        columns: dict[str, At] = {}
-        fields = self.flatten(schema, at, "", True, envelope, policies, columns)
-        if self.problems:
-            raise combined(self.problems)
-        fields = self.unique_columns(fields, columns)
-        if self.delegated:  # the validator judges the whole schema: no rule judges it twice
-            fields = [_own_rules_only(f) for f in fields]
         if envelope.event_type is not None:
             name = self.discriminator(schema, at, envelope.event_type)
         if name is None:
@@ -145,6 +188,16 @@ class SchemaReader(SchemaFields):
                 "one (the message's name or the schema's title)",
                 at,
             )
+        table = (tables or {}).get(name) or f"silver/{snake_case(name)}"
+        self.flattened = lambda path: layout.flattens(table, path)
+        policies: list[tuple[bool, At]] = []
+        columns: dict[str, At] = {}
+        fields = self.flatten(schema, at, "", True, envelope, policies, columns)
+        if self.problems:
+            raise combined(self.problems)
+        fields = self.unique_columns(fields, columns)
+        if self.delegated:  # the validator judges the whole schema: no rule judges it twice
+            fields = [_own_rules_only(f) for f in fields]
         unknown = schema.get("x-jsl-unknown-fields")
         if unknown is None:
             strict = [where for is_strict, where in policies if is_strict]
@@ -156,7 +209,6 @@ class SchemaReader(SchemaFields):
             else:
                 unknown = UnknownFields.REJECT if strict else UnknownFields.IGNORE
         with self.at(at):
-            table = (tables or {}).get(name) or f"silver/{snake_case(name)}"
             return EventType(
                 name=name,
                 table=table,
@@ -293,7 +345,8 @@ class SchemaReader(SchemaFields):
         self.check_keywords(prop, prop_at)
         self.not_here(prop, prop_at, "x-jsl-severities", "at the root of the document")
         path = prefix + key
-        if self.is_object(prop) and "x-jsl-type" not in prop and "properties" in prop:
+        nested = self.is_object(prop) and prop.get("properties")
+        if nested and self.flattens(prop, prop_at, path, envelope):
             for keyword in ("minProperties", "maxProperties"):
                 if keyword in prop:  # no column holds the object: the validator counts
                     self.delegate((*prop_at, keyword))
@@ -312,6 +365,26 @@ class SchemaReader(SchemaFields):
         found = self.field(prop, prop_at, path, required, discriminator=path == envelope.event_type)
         columns[path] = prop_at
         return [found]
+
+    def flattens(self, prop: Mapping, at: At, path: str, envelope: Envelope) -> bool:
+        """Whether the object `prop` at `path` is flattened into columns: as its
+        `x-jsl-flatten` says, else always when it holds one of the envelope's paths (they
+        are top-level columns), else as the layout says (`Layout`); never when it has an
+        `x-jsl-type`."""
+        if "x-jsl-type" in prop:
+            return False
+        if "x-jsl-flatten" in prop:
+            if not isinstance(prop["x-jsl-flatten"], bool):
+                raise self.fail(
+                    "x-jsl-flatten is true (this object's properties are columns of their "
+                    f"own) or false (one struct column), got {prop['x-jsl-flatten']!r}",
+                    (*at, "x-jsl-flatten"),
+                )
+            return prop["x-jsl-flatten"]
+        paths = (envelope.event_type, envelope.event_id, envelope.event_time)
+        if any(isinstance(p, str) and p.startswith(f"{path}.") for p in paths):
+            return True
+        return self.flattened(path)
 
     def unique_columns(self, fields: list[Field], columns: dict[str, At]) -> list[Field]:
         """The flattened fields, those whose last keys share a column, or whose column is one
@@ -371,6 +444,7 @@ def contract_from_json_schemas(
     subjects: Mapping[str, Sequence[str]] | None = None,
     derived: Mapping[str, Sequence[DerivedColumn]] | None = None,
     source: str | None = None,
+    layout: Layout = STRUCT_LAYOUT,
 ) -> Contract:
     """A contract from one JSON Schema per message type.
 
@@ -382,6 +456,7 @@ def contract_from_json_schemas(
         subjects: per event type, its subjects.
         derived: per event type, its derived columns.
         source: the schemas' name in errors (each schema's is `<source>[<name>]`).
+        layout: which nested objects are flattened (default: none, each is a struct).
 
     Returns:
         The contract.
@@ -393,7 +468,7 @@ def contract_from_json_schemas(
         (SchemaReader(schema, source=f"{source or 'schemas'}[{name}]"), schema, name)
         for name, schema in schemas.items()
     ]
-    return _contract(readers, envelope, tables, subjects, derived, source)
+    return _contract(readers, envelope, tables, subjects, derived, source, layout)
 
 
 def read_json_schemas(
@@ -404,6 +479,7 @@ def read_json_schemas(
     subjects: Mapping[str, Sequence[str]] | None = None,
     derived: Mapping[str, Sequence[DerivedColumn]] | None = None,
     default_subjects: Sequence[str] = (),
+    layout: Layout = STRUCT_LAYOUT,
 ) -> Contract:
     """`contract_from_json_schemas` of JSON or YAML files, each named by its file name's stem
     (or, for each schema of a top-level oneOf/anyOf, by its discriminator's const).
@@ -419,7 +495,7 @@ def read_json_schemas(
         doc = load_document(path)
         reader = SchemaReader(doc.data, source=doc.source, line_of=doc.line_of)
         readers.append((reader, doc.data, event_name_of(path)))
-    return _contract(readers, envelope, tables, subjects, derived, None, default_subjects)
+    return _contract(readers, envelope, tables, subjects, derived, None, layout, default_subjects)
 
 
 def event_name_of(path: str | Path) -> str:
@@ -435,7 +511,7 @@ def event_name_of(path: str | Path) -> str:
 
 
 def _contract(
-    readers, envelope, tables, subjects, derived, source, default_subjects=()
+    readers, envelope, tables, subjects, derived, source, layout, default_subjects=()
 ) -> Contract:
     subjects, derived = subjects or {}, derived or {}
     events, severities, ids, problems = [], {}, [], []
@@ -457,7 +533,7 @@ def _contract(
         for variant, at, variant_name in reader.variants(schema, (), name, inner):
             try:
                 event = reader.event_type(
-                    variant, at, name=variant_name, envelope=inner, tables=tables
+                    variant, at, name=variant_name, envelope=inner, tables=tables, layout=layout
                 )
             except ContractError as error:  # every event type's problems in one error
                 problems.append(error)

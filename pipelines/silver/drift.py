@@ -24,11 +24,13 @@ from pipelines.contract import Contract
 from pipelines.contract.fingerprint import event_type_version
 from pipelines.lakehouse.delta_log import TableLogError, read_table_state
 from pipelines.silver.evolution import (
+    COLUMNS_PROPERTY,
     FINGERPRINT_PROPERTY,
     ColumnChange,
     OnSchemaChange,
     compare_table,
     newly_required,
+    recorded_property,
     refused,
 )
 from pipelines.silver.schema import QUARANTINE_SCHEMA, silver_schema
@@ -72,6 +74,21 @@ def _local(path: str, notes: list[str], table: str):
     except TableLogError as error:
         notes.append(f"{table}: not compared now ({error.reason})")
         return None
+
+
+def written_columns(lakehouse, table: str) -> dict[str, str] | None:
+    """How `table` (a silver table's name) was last written: each top-level field's JSON
+    path -> its column, as its `jsl.contract.columns` property records it (empty when it
+    records none); None when the table does not exist, or is not on a local filesystem
+    (what `pipelines.contract.Layout` reads to keep a table's layout)."""
+    try:
+        state = read_table_state(lakehouse.table_path(table))
+    except TableLogError:
+        return None
+    if state is None:
+        return None
+    recorded = recorded_property(state.properties, COLUMNS_PROPERTY, {})
+    return recorded if isinstance(recorded, dict) else {}
 
 
 def pending_changes(

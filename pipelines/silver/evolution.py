@@ -287,7 +287,8 @@ def contract_properties(event: EventType, fingerprint: str) -> dict[str, str]:
     }
 
 
-def _recorded(properties: Mapping[str, str], key: str, default):
+def recorded_property(properties: Mapping[str, str], key: str, default):
+    """The JSON value a table property (`jsl.contract.*`) records, else `default`."""
     try:
         return json.loads(properties[key])
     except (KeyError, TypeError, ValueError):
@@ -320,7 +321,7 @@ def compare_table(
     properties = properties or {}
     renamed_from: dict[str, str] = {}
     if event is not None:
-        recorded = _recorded(properties, COLUMNS_PROPERTY, {})
+        recorded = recorded_property(properties, COLUMNS_PROPERTY, {})
         for f in event.fields:
             old = recorded.get(f.path) if isinstance(recorded, dict) else None
             if isinstance(old, str) and old.lower() != f.column.lower():
@@ -347,7 +348,7 @@ def compare_table(
 def newly_required(event: EventType, properties: Mapping[str, str], live: StructType) -> list[str]:
     """The columns the event type now requires that the table did not (and that it has):
     the rows already in the table may lack them. None when the table recorded nothing."""
-    recorded = _recorded(properties, REQUIRED_PROPERTY, None)
+    recorded = recorded_property(properties, REQUIRED_PROPERTY, None)
     if not isinstance(recorded, list):
         return []
     had = {c.lower() for c in recorded}

@@ -167,6 +167,8 @@ def project(tmp_path_factory: pytest.TempPathFactory) -> Path:
         "envelope": envelope,
         "tables": TWIN.silver,
         "derived": {"OrderPlaced": {"amount_cents": "CAST(amount * 100 AS BIGINT)"}},
+        # The columns orders.yaml gives (data.amount -> amount), not one struct `data`.
+        "nested_objects": "flatten",
     }
     declare(defs / "orders_twin", {**TWIN.attributes(), **twin})
     document = yaml.safe_dump(twin_asyncapi(), sort_keys=False)

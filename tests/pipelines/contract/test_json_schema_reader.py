@@ -11,7 +11,9 @@ from pipelines.contract import (
     Envelope,
     FieldType,
     Format,
+    Layout,
     MaxLength,
+    NestedObjects,
     NotInFuture,
     Pattern,
     Range,
@@ -42,8 +44,15 @@ def schema(data: dict, **root) -> dict:
     }
 
 
+FLAT = Layout(NestedObjects.FLATTEN)
+
+
 def event(data: dict, **root):
-    contract = contract_from_json_schemas({"thing": schema(data, **root)}, envelope=ENVELOPE)
+    """The event type of `schema(data)`, its objects flattened (`data.x` is a column): the
+    mapping of each keyword, one column each (the struct layout: test_nested_layout.py)."""
+    contract = contract_from_json_schemas(
+        {"thing": schema(data, **root)}, envelope=ENVELOPE, layout=FLAT
+    )
     return contract.event_type("Thing")
 
 
@@ -181,7 +190,8 @@ def test_refs_resolve_inside_the_document_and_delegation_names_where_the_target_
 
     assert found.schema_check.delegated == ("/$defs/Code/not",)
     root["$defs"]["Code"] = {"type": "string", "maxLength": 3}
-    found = contract_from_json_schemas({"t": root}, envelope=ENVELOPE).event_type("Thing")
+    found = contract_from_json_schemas({"t": root}, envelope=ENVELOPE, layout=FLAT)
+    found = found.event_type("Thing")
     assert found.field("data.x").constraints == (MaxLength(length=3),)
     assert found.schema_check is None
 

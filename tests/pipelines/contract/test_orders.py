@@ -8,6 +8,8 @@ from pipelines.contract import (
     AllowedValues,
     DerivedColumn,
     Envelope,
+    Layout,
+    NestedObjects,
     Pattern,
     Range,
     Severity,
@@ -31,6 +33,7 @@ def test_the_asyncapi_document_gives_a_contract_equal_to_the_yaml_one(orders):
         envelope=Envelope(event_type="eventType", event_id="eventId", event_time="occurredAt"),
         tables={"OrderPlaced": "silver/orders_placed", "OrderShipped": "silver/orders_shipped"},
         derived={"OrderPlaced": [DerivedColumn("amount_cents", "CAST(amount * 100 AS BIGINT)")]},
+        layout=Layout(NestedObjects.FLATTEN),  # as orders.yaml's paths flatten `data`
     )
 
     assert from_asyncapi == orders

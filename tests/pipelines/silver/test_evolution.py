@@ -6,6 +6,7 @@ again, run, and check every table's exact contents and types, and that each bron
 exactly one table (`assert_each_bronze_row_once`).
 """
 
+import shutil
 from decimal import Decimal
 
 import pytest
@@ -19,8 +20,15 @@ from pyspark.sql.types import (
     StructType,
 )
 
+from pipelines.contract import (
+    Envelope,
+    Layout,
+    NestedObjects,
+    contract_from_json_schemas,
+)
 from pipelines.contract.fingerprint import event_type_version
 from pipelines.lakehouse.watermarks import WatermarkStore
+from pipelines.silver.drift import written_columns
 from pipelines.silver.evolution import (
     ChangeKind,
     OnSchemaChange,
@@ -30,6 +38,7 @@ from pipelines.silver.evolution import (
 )
 from pipelines.silver.stage import QUARANTINE
 from resources.jetstream import KeyValueSpec
+from resources.lakehouse import LakehouseResource
 from tests.pipelines.silver.contract_changes import (
     PLACED_FIELDS,
     STAGE,
@@ -37,6 +46,7 @@ from tests.pipelines.silver.contract_changes import (
     land,
     orders,
     placed,
+    rebuild,
     run,
     table,
 )
@@ -272,3 +282,56 @@ def test_rows_record_the_contract_that_judged_them(spark, store, table_root):
     assert [seq for seq, _ in quarantined] == [2]
     assert result.contract_versions["OrderPlaced"] == new
     assert result.contract_versions[QUARANTINE].startswith("1.1.0+")
+
+
+# --- columns by structure: a table keeps the layout it was written with ------------------
+
+PLACED_SCHEMA = {
+    "type": "object",
+    "required": ["eventId", "eventType", "data"],
+    "properties": {
+        "eventId": {"type": "string"},
+        "eventType": {"const": "OrderPlaced"},
+        "data": {
+            "type": "object",
+            "required": ["orderId"],
+            "properties": {"orderId": {"type": "string"}, "quantity": {"type": "integer"}},
+        },
+    },
+}
+
+
+def _placed_from_schema(layout: Layout):
+    return contract_from_json_schemas(
+        {"OrderPlaced": PLACED_SCHEMA},
+        envelope=Envelope(event_type="eventType", event_id="eventId"),
+        tables={"OrderPlaced": "silver/orders_placed"},
+        layout=layout,
+    )
+
+
+def test_a_new_table_nests_objects_and_a_flattened_table_stays_flattened(spark, store, table_root):
+    lakehouse = LakehouseResource(root=str(table_root))
+    as_written = Layout(written=lambda table: written_columns(lakehouse, table))
+    land(spark, table_root, [placed(1, quantity=2)], first_seq=1)
+
+    # Before this layout existed every object was flattened: such a table stays so.
+    flat = _placed_from_schema(Layout(NestedObjects.FLATTEN))
+    run(spark, store, table_root, flat)
+    assert written_columns(lakehouse, "silver/orders_placed")["data.orderId"] == "order_id"
+    assert _placed_from_schema(as_written) == flat
+    land(spark, table_root, [placed(2, quantity=3)], first_seq=2)
+    result = run(spark, store, table_root, _placed_from_schema(as_written), run_id="run-2")
+    assert result.schema_changes == ()
+    path = _placed_path(table_root)
+    assert table(spark, path, "order_id", "quantity") == [("o1", 2), ("o2", 3)]
+
+    # A new table (none at the path yet) nests `data` in one struct column.
+    shutil.rmtree(path)
+    nested = _placed_from_schema(as_written)
+    assert [f.column for f in nested.event_type("OrderPlaced").fields][-1] == "data"
+    rebuild(spark, store, table_root, nested)
+    assert table(spark, path, "data.order_id", "data.quantity") == [("o1", 2), ("o2", 3)]
+    assert written_columns(lakehouse, "silver/orders_placed")["data"] == "data"
+    assert _placed_from_schema(as_written) == nested
+    assert_each_bronze_row_once(spark, table_root, nested, store)
