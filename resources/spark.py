@@ -30,11 +30,12 @@ Derby's home, where a Hive metastore keeps `metastore_db/` and `derby.log`
 kept). A warehouse set in `extra_conf` or `spark-defaults.conf`, or a Derby home in the
 options, wins. The Spark Connect server of `jsl dev` is started with the same settings.
 
-Delta Lake's jars: `jsl setup` resolves Delta's package (and any extra ones in
-`spark.jars.packages` of `extra_conf` / `JSL_SPARK_CONF`, e.g. `hadoop-aws` for `s3a://`) once
-into `jars_dir`; sessions whose package list is in that cache load the files (`spark.jars`,
-served by the driver to the executors) and resolve nothing at run time. Otherwise Spark
-resolves them from Maven Central at start-up (`spark.jars.packages`, cached by Ivy under
+Delta Lake's jars: `jsl setup` resolves Delta's package and S3A's (`hadoop-aws` and the AWS
+SDK modules it uses, for `s3a://` tables: `resources/object_store/s3.py`), and any extra ones
+in `spark.jars.packages` of `extra_conf` / `JSL_SPARK_CONF`, once into `jars_dir`; sessions
+whose package list is in that cache load the files (`spark.jars`, served by the driver to the
+executors) and resolve nothing at run time. Otherwise Spark resolves them from Maven Central
+at start-up (`spark.jars.packages` less `spark.jars.excludes`, cached by Ivy under
 `~/.ivy2.5.2`), unless `jars` lists local jar files. See `resources/spark_artifacts.py`.
 
 On a cluster master (`spark://host:7077`, ...), the executors' Python workers run `python`
@@ -65,6 +66,7 @@ from dagster import ConfigurableResource
 from pydantic import Field
 
 from resources.data_dir import default_data_dir
+from resources.object_store.s3 import S3A_EXCLUDES
 from resources.spark_artifacts import (
     DEFAULT_JARS_DIR,
     build_code_zip,
@@ -87,6 +89,7 @@ CODE_DIR = Path.home() / ".cache" / "jetstream-lakehouse" / "code"
 WAREHOUSE_DIR = "spark-warehouse"  # under the data directory
 METASTORE_DIR = "spark-metastore"  # Derby's home under the data directory
 WAREHOUSE_KEY = "spark.sql.warehouse.dir"
+JARS_EXCLUDES = "spark.jars.excludes"
 DRIVER_JAVA_OPTIONS = "spark.driver.extraJavaOptions"
 LISTING_PARALLELISM = "spark.sql.sources.parallelPartitionDiscovery.parallelism"
 DERBY_HOME = "-Dderby.system.home="
@@ -269,8 +272,15 @@ class SparkSettings:
         )
 
     def packages(self) -> tuple[str, ...]:
-        """The Maven packages the session needs: Delta's, then those `extra_conf` names."""
+        """The Maven packages the session needs: Delta's and S3A's, then those `extra_conf`
+        names."""
         return packages_with_delta(self.extra_conf.get("spark.jars.packages", ""))
+
+    def excludes(self) -> tuple[str, ...]:
+        """What Ivy leaves out of the packages' dependencies: the AWS SDK's bundle and what
+        Spark's jars already hold (`S3A_EXCLUDES`), then those `extra_conf` names."""
+        extra = self.extra_conf.get(JARS_EXCLUDES, "").split(",")
+        return tuple(dict.fromkeys([*S3A_EXCLUDES, *(e.strip() for e in extra if e.strip())]))
 
     @property
     def snapshot_partitions(self) -> int:
@@ -340,6 +350,7 @@ class SparkSettings:
             conf.pop("spark.jars.packages", None)
         else:
             conf["spark.jars.packages"] = ",".join(self.packages())
+            conf[JARS_EXCLUDES] = ",".join(self.excludes())
         return conf
 
     def local_state_conf(self, conf: Mapping[str, str]) -> dict[str, str]:
@@ -392,6 +403,7 @@ def resolved_conf(settings: SparkSettings) -> dict[str, str]:
         cached = cached_jars(settings.jars_dir, settings.packages())
         if cached:
             conf.pop("spark.jars.packages")
+            conf.pop(JARS_EXCLUDES)
             conf["spark.jars"] = ",".join(cached)
         else:
             log.info(

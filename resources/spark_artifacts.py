@@ -1,7 +1,8 @@
 """What a Spark session ships besides its settings: Delta's jars and the project's code.
 
-- **Jars, resolved once.** `jsl setup` resolves Delta's Maven packages (and any extra ones
-  in `spark.jars.packages`) with Spark's Ivy, and copies the jar files into a cache
+- **Jars, resolved once.** `jsl setup` resolves Delta's Maven packages and S3A's (`hadoop-aws`
+  and the AWS SDK modules it uses, for `s3a://` tables), and any extra ones in
+  `spark.jars.packages`, with Spark's Ivy, and copies the jar files into a cache
   directory, one subdirectory per package list. Sessions whose package list has a complete
   cache entry get the files through `spark.jars` (the driver serves them to the executors),
   so no session resolves anything from Maven at run time. Without an entry, the session
@@ -40,11 +41,14 @@ def delta_package() -> str:
 
 
 def packages_with_delta(extra: str | Sequence[str] = ()) -> tuple[str, ...]:
-    """Delta's package followed by `extra` (a comma list or a sequence), without repeats."""
+    """Delta's package and S3A's (`s3a://` tables: `resources/object_store/s3.py`), followed
+    by `extra` (a comma list or a sequence), without repeats."""
+    from resources.object_store.s3 import S3A_PACKAGES
+
     if isinstance(extra, str):
         extra = extra.split(",")
     found = [delta_package()]
-    for package in (p.strip() for p in extra):
+    for package in (p.strip() for p in (*S3A_PACKAGES, *extra)):
         if package and package not in found:
             found.append(package)
     return tuple(found)

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import os
+import secrets
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
@@ -17,6 +18,8 @@ from pathlib import Path
 import pytest
 
 from resources.jetstream import EmbeddedNatsServer, JetStreamClient, JetStreamResource
+from resources.object_store.errors import S3ServerError
+from resources.object_store.server import EmbeddedS3Server
 
 # The tests' Spark JVMs (this process's, and those of the runs, children and servers they
 # start, which inherit the environment) are tuned for many queries over a few rows each:
@@ -62,6 +65,15 @@ os.environ.setdefault("JSL_SPARK_CONF", json.dumps(TEST_SPARK_CONF))
 # partitions, 177 and 178 s with one, alternating (2026-11-26). Tests that start servers of
 # their own (the UI's, the cluster's, the daemon's) set theirs.
 os.environ.setdefault("JSL_SPARK_SHUFFLE_PARTITIONS", "1")
+# The S3 server's credentials (`s3_server`), in the environment before any JVM of this process
+# or its children starts: S3A reads them there (the AWS chain), as pyarrow does. Each process
+# (each xdist worker) makes its own, for its own server; no test talks to AWS itself.
+os.environ.update(
+    AWS_ACCESS_KEY_ID=f"jsltest{secrets.token_hex(4)}",
+    AWS_SECRET_ACCESS_KEY=secrets.token_hex(16),
+)
+os.environ.pop("AWS_SESSION_TOKEN", None)
+os.environ.pop("AWS_PROFILE", None)
 
 # `make test` runs the suite on three xdist workers (`--dist loadfile --no-loadscope-reorder`) on
 # two cores: a worker waits on its children, servers and I/O, and a third fills that time (the
@@ -186,4 +198,48 @@ def table_root(tmp_path: Path) -> Path:
     """A fresh directory for this test's Delta tables."""
     root = tmp_path / "lakehouse"
     root.mkdir()
+    return root
+
+
+@pytest.fixture(scope="session")
+def s3_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[EmbeddedS3Server]:
+    """A real S3 server (SeaweedFS) for the whole test session (one per xdist worker), with
+    the credentials of the environment; skips, saying why, without its binary (`make setup`
+    builds it where Go is installed)."""
+    server = EmbeddedS3Server(
+        data_dir=tmp_path_factory.mktemp("seaweedfs"),
+        access_key=os.environ["AWS_ACCESS_KEY_ID"],
+        secret_key=os.environ["AWS_SECRET_ACCESS_KEY"],
+    )
+    try:
+        server.start()
+    except S3ServerError as error:
+        if "no SeaweedFS `weed` binary" in str(error):
+            pytest.skip(str(error))
+        raise
+    try:
+        yield server
+    finally:
+        server.stop()
+
+
+@pytest.fixture
+def s3_lakehouse(
+    s3_server: EmbeddedS3Server, monkeypatch: pytest.MonkeyPatch, request: pytest.FixtureRequest
+) -> str:
+    """A fresh `s3a://` table root on the session's S3 server, and the environment that points
+    Spark at it: `LAKEHOUSE_ROOT`, and the server's S3A settings added to `JSL_SPARK_CONF` (for
+    the runs and children started from here, and the no-JVM paths that read it). A Spark
+    session this process has started already gets them in its Hadoop configuration."""
+    root = s3_server.root(f"t-{uuid.uuid4().hex[:12]}")
+    conf = {**json.loads(os.environ.get("JSL_SPARK_CONF") or "{}"), **s3_server.spark_conf()}
+    monkeypatch.setenv("JSL_SPARK_CONF", json.dumps(conf))
+    monkeypatch.setenv("LAKEHOUSE_ROOT", root)
+    from pyspark.sql import SparkSession
+
+    active = SparkSession.getActiveSession()
+    if active is not None and not type(active).__module__.startswith("pyspark.sql.connect"):
+        hadoop = active.sparkContext._jsc.hadoopConfiguration()
+        for key, value in s3_server.spark_conf().items():
+            hadoop.set(key.removeprefix("spark.hadoop."), value)
     return root

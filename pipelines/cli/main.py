@@ -1,6 +1,6 @@
 """`jsl`: the project's command line.
 
-- `jsl setup`: check Java and fetch the Delta Lake jars;
+- `jsl setup`: check Java, fetch the Delta Lake (and S3A) jars, build the S3 server for tests;
 - `jsl demo`: the pipeline end to end on an embedded nats-server;
 - `jsl dev`: the Dagster UI and daemon against an embedded nats-server;
 - `jsl provision`: reconcile the topology (stream, consumers, buckets) on a server, plan first;
@@ -102,7 +102,9 @@ def main(argv: list[str] | None = None) -> int:
         prog="jsl", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
     commands = parser.add_subparsers(dest="command", required=True)
-    setup_parser = commands.add_parser("setup", help="check Java and fetch the Delta Lake jars")
+    setup_parser = commands.add_parser(
+        "setup", help="check Java, fetch the Delta Lake jars, build the S3 server (with Go)"
+    )
     setup_parser.add_argument(
         "--log",
         type=Path,

@@ -13,6 +13,7 @@ import pytest
 from delta.tables import DeltaTable
 
 from pipelines.settings import Settings
+from resources.object_store.s3 import S3A_PACKAGES
 from resources.spark import (
     DELTA_CATALOG,
     DELTA_EXTENSION,
@@ -158,9 +159,11 @@ def test_a_local_table_root_on_a_cluster_master_is_refused_naming_the_opt_out():
 def test_sessions_load_the_cached_jars_when_setup_resolved_exactly_their_packages(tmp_path):
     jars_dir = tmp_path / "jars"
     settings = SparkSettings.resolve(jars_dir=str(jars_dir), environ={})
-    assert settings.packages() == (delta_package(),)
-    # Not cached yet: Spark resolves the package at start-up.
-    assert session_builder(settings)._options["spark.jars.packages"] == delta_package()
+    assert settings.packages() == (delta_package(), *S3A_PACKAGES)
+    # Not cached yet: Spark resolves the packages at start-up, without the AWS SDK's bundle.
+    options = session_builder(settings)._options
+    assert options["spark.jars.packages"] == ",".join(settings.packages())
+    assert "software.amazon.awssdk:bundle" in options["spark.jars.excludes"].split(",")
 
     resolved = tmp_path / "ivy"
     resolved.mkdir()
@@ -169,7 +172,7 @@ def test_sessions_load_the_cached_jars_when_setup_resolved_exactly_their_package
     store_jars(jars_dir, settings.packages(), [f"file:{p}" for p in sorted(resolved.iterdir())])
 
     options = session_builder(settings)._options
-    assert "spark.jars.packages" not in options
+    assert "spark.jars.packages" not in options and "spark.jars.excludes" not in options
     assert [j.rsplit("/", 1)[1] for j in options["spark.jars"].split(",")] == [
         "io.delta_delta-spark.jar",
         "io.delta_delta-storage.jar",

@@ -1,4 +1,6 @@
-"""`jsl setup`: check Java, and resolve the Delta Lake jars once into the jar cache.
+"""`jsl setup`: check Java, resolve the Delta Lake jars once into the jar cache, and build the
+S3 server the tests and `jsl demo --s3` run (SeaweedFS, when Go is installed:
+`resources/object_store/weed.py`).
 
 Spark's Ivy resolves Delta's package (and the extra ones named in `spark.jars.packages` of
 `JSL_SPARK_CONF`) from Maven Central in a local Spark session (`local[1]`, whatever
@@ -25,6 +27,8 @@ from collections.abc import Callable
 from pathlib import Path
 
 from pipelines.cli.commands import output_to
+from resources.object_store.errors import S3ServerError
+from resources.object_store.weed import install_weed
 from resources.spark import SparkSettings, session_builder
 from resources.spark_artifacts import cache_entry, cached_jars, store_jars
 
@@ -100,10 +104,11 @@ def resolve_jars(
 
 def run(log: Path) -> int:
     """`jsl setup` after the Java check: the jar cache for the environment's settings, with
-    Ivy's and Spark's output in `log`.
+    Ivy's and Spark's output in `log`, then SeaweedFS's build (Go's output in `log` too).
 
     Returns:
-        0, or 1 when the jars could not be resolved (the line printed names the log).
+        0, or 1 when the jars could not be resolved or SeaweedFS not built (the line printed
+        names the log).
     """
     settings = SparkSettings.resolve(
         master=SETUP_MASTER, driver_memory="1g", ui_enabled=False, shuffle_partitions=1
@@ -114,6 +119,11 @@ def run(log: Path) -> int:
     except Exception as error:  # Ivy's, Spark's or ours: the log has the whole of it
         first = (str(error).strip().splitlines() or [type(error).__name__])[0]
         print(f"[setup] FAILED: the Delta Lake jars: {first}; the whole output is in {log}")
+        return 1
+    try:
+        install_weed(log=log)
+    except S3ServerError as error:
+        print(f"[setup] FAILED: SeaweedFS: {error}; Go's output is in {log}")
         return 1
     print("[setup] ready")
     return 0

@@ -24,7 +24,7 @@ def test_setup_with_a_complete_jar_cache_reports_it_and_starts_no_spark(tmp_path
 
     entry = cache_entry(settings.jars_dir, settings.packages())
     assert jars == (str(entry / "io.delta_delta-spark.jar"),)
-    assert said == [f"[setup] {settings.packages()[0]}: 1 jars cached in {entry}"]
+    assert said == [f"[setup] {', '.join(settings.packages())}: 1 jars cached in {entry}"]
 
 
 def test_setup_with_local_jars_resolves_nothing(tmp_path):
@@ -58,8 +58,9 @@ def test_setup_resolving_the_jars_prints_a_line_per_step_and_logs_ivy_and_spark(
     lines = done.stdout.splitlines()
     assert lines[0].startswith("[setup] Java: ")
     assert all(line.startswith("[setup] ") for line in lines), lines
-    assert len(lines) == 4 and lines[-1] == "[setup] ready", lines
+    assert len(lines) == 5 and lines[-1] == "[setup] ready", lines
     assert str(log) in lines[1]
+    assert lines[3].startswith("[setup] SeaweedFS"), lines  # built already, or why not
     written = log.read_text()
     assert "io.delta#delta-spark" in written  # Ivy's resolution report
     assert not (tmp_path / "spark-warehouse").exists()
