@@ -4,9 +4,12 @@ from its `_delta_log`.
 Why this exists: the code location compares a table's schema with what the contract declares
 while Dagster loads it (`dg check defs`, the webserver, every run worker). Loading must stay
 cheap and must work without a JVM, so this module reads the log with the standard library and
-pyarrow only: no SparkSession, no `deltalake` package. Spark reads the same log again when a
-run starts, and that is where tables on object stores (s3a://, abfss://, gs://, ...) are
-compared; here only local paths and `file:` URIs are read. For the same reason each stage
+pyarrow only: no SparkSession, no `deltalake` package. Local paths and `file:` URIs are read
+from the disk; `s3a://` (and `s3://`) tables through the S3 API, with pyarrow's
+`S3FileSystem` on the endpoint S3A is given in `JSL_SPARK_CONF` (`spark.hadoop.fs.s3a.endpoint`,
+AWS's own without one) and the AWS chain's credentials (`resources/object_store/s3.py`). Spark
+reads the same log again when a run starts, and that is where tables on other object stores
+(abfss://, gs://, ...) are compared. For the same reason each stage
 decides from here whether it has anything new before it starts Spark
 (`pipelines.lakehouse.nothing_new`): `read_table_files` replays the log's file actions for
 the live files' row count and a column's largest value (their statistics), `read_commits`
@@ -33,9 +36,12 @@ column mapping) that Spark's `DataFrame.schema` leaves out.
 
 from __future__ import annotations
 
+import contextlib
+import functools
 import json
 import os
 import re
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -46,6 +52,8 @@ if TYPE_CHECKING:
     from pyspark.sql.types import StructType
 
 LOG_DIR = "_delta_log"
+S3_SCHEMES = ("s3a", "s3")
+SPARK_CONF_ENV = "JSL_SPARK_CONF"  # where S3A's endpoint is set: `spark.hadoop.fs.s3a.*`
 SIDECARS_DIR = "_sidecars"  # a V2 checkpoint's sidecar files, under LOG_DIR
 
 _COMMIT = re.compile(r"(\d{20})\.json")
@@ -66,7 +74,8 @@ class TableLogError(Exception):
 
 
 class UnreadableTableLog(TableLogError):
-    """The table is not on a local filesystem, so its log is not read at code-location load."""
+    """The table is on a filesystem this module does not read (abfss://, gs://, ...), so its
+    log is read by Spark when a run starts."""
 
 
 class CorruptTableLog(TableLogError):
@@ -112,6 +121,48 @@ class TableState:
 
 
 @dataclass(frozen=True)
+class _StorePath:
+    """A file or folder in an object store, with as much of `Path` as this module uses."""
+
+    filesystem: Any  # a pyarrow.fs.FileSystem
+    key: str  # `bucket/key`, as pyarrow names it
+    uri: str  # as the table's path names it, for messages
+
+    def __truediv__(self, name: str) -> _StorePath:
+        return _StorePath(self.filesystem, f"{self.key}/{name}", f"{self.uri}/{name}")
+
+    def __str__(self) -> str:
+        return self.uri
+
+    def read_text(self, encoding: str) -> str:
+        try:
+            with self.filesystem.open_input_stream(self.key) as stream:
+                return stream.read().decode(encoding)
+        except FileNotFoundError:
+            raise
+        except OSError as error:
+            raise self._unreachable(error) from error
+
+    def names(self) -> list[str]:
+        """The names in this folder ([] when there is none: object stores have no folders)."""
+        from pyarrow import fs
+
+        try:
+            listed = self.filesystem.get_file_info(fs.FileSelector(self.key, allow_not_found=True))
+        except OSError as error:
+            raise self._unreachable(error) from error
+        return [info.base_name for info in listed]
+
+    def _unreachable(self, error: OSError) -> UnreadableTableLog:
+        """The store refused or failed a request: Spark, which runs next, says it again if it
+        is more than a moment's."""
+        return UnreadableTableLog(self.uri, f"the object store answered: {error}")
+
+
+_Location = Path | _StorePath
+
+
+@dataclass(frozen=True)
 class _Checkpoint:
     version: int
     files: tuple[str, ...]  # file names in `_delta_log`, parts in order
@@ -121,14 +172,15 @@ def read_table_state(path: str) -> TableState | None:
     """The current schema, properties and version of the Delta table at `path`.
 
     Args:
-        path: A local path or a `file:` URI (`file:/data/t`, `file:///data/t`).
+        path: A local path, a `file:` URI (`file:/data/t`, `file:///data/t`) or an `s3a://`
+            (`s3://`) URI.
 
     Returns:
         The table's state, or None when there is no Delta table at `path` (no directory,
         no `_delta_log` in it, or no commit or checkpoint in that).
 
     Raises:
-        UnreadableTableLog: `path` is a URI of another scheme (s3a://, abfss://, ...).
+        UnreadableTableLog: `path` is a URI of another scheme (abfss://, gs://, ...).
         CorruptTableLog: a commit or checkpoint does not parse, holds no usable `metaData`,
             or a commit between the newest checkpoint and the current version is missing.
     """
@@ -144,7 +196,7 @@ def read_table_version(path: str) -> int | None:
         The version, or None when there is no Delta table at `path`.
 
     Raises:
-        UnreadableTableLog: `path` is a URI of another scheme (s3a://, abfss://, ...).
+        UnreadableTableLog: `path` is a URI of another scheme (abfss://, gs://, ...).
     """
     log = _list_log(path)
     return None if log is None else log.version
@@ -155,7 +207,7 @@ class _Log:
     """A listing of a table's `_delta_log`: its commits, newest checkpoint and version."""
 
     path: str  # the table's path as given
-    directory: Path
+    directory: _Location
     commits: dict[int, str]  # version -> file name
     checkpoint: _Checkpoint | None
     version: int
@@ -165,7 +217,7 @@ class _Log:
         """The newest checkpoint's version (-1: none), below which commits are not needed."""
         return self.checkpoint.version if self.checkpoint else -1
 
-    def commit_file(self, version: int) -> Path:
+    def commit_file(self, version: int) -> _Location:
         """The commit file of `version`, which the current state needs."""
         if version not in self.commits:
             raise CorruptTableLog(
@@ -185,11 +237,14 @@ class _Log:
 
 def _list_log(path: str) -> _Log | None:
     """The table's log listing, or None when there is no Delta table at `path`."""
-    log_dir = _local_path(path) / LOG_DIR
-    try:
-        names = os.listdir(log_dir)
-    except (FileNotFoundError, NotADirectoryError):
-        return None
+    log_dir = _location(path) / LOG_DIR
+    if isinstance(log_dir, _StorePath):
+        names = log_dir.names()
+    else:
+        try:
+            names = os.listdir(log_dir)
+        except (FileNotFoundError, NotADirectoryError):
+            return None
     commits = {int(m[1]): name for name in names if (m := _COMMIT.fullmatch(name))}
     checkpoint = _newest_checkpoint(names)
     if not commits and checkpoint is None:
@@ -229,8 +284,9 @@ def _state_of(log: _Log) -> TableState:
     )
 
 
-def _local_path(path: str) -> Path:
-    """`path` as a local filesystem path; other schemes raise `UnreadableTableLog`."""
+def _location(path: str) -> _Location:
+    """Where the table at `path` is: a local path, or a folder in S3; other schemes raise
+    `UnreadableTableLog`."""
     if not isinstance(path, str) or not path:
         raise ValueError(f"a table path must be a non-empty string, got {path!r}")
     parts = urlsplit(path)
@@ -238,12 +294,27 @@ def _local_path(path: str) -> Path:
         return Path(path)
     if parts.scheme.lower() == "file" and parts.netloc in ("", "localhost"):
         return Path(url2pathname(parts.path))
+    if parts.scheme.lower() in S3_SCHEMES and parts.netloc:
+        key = f"{parts.netloc}/{unquote(parts.path).strip('/')}".rstrip("/")
+        return _StorePath(_s3_filesystem(os.environ.get(SPARK_CONF_ENV, "")), key, path)
     raise UnreadableTableLog(
         path,
-        f"{parts.scheme}:// is not a local filesystem; the log can only be read here on a "
-        "local filesystem (a path or a file: URI), so the table's schema is compared when "
-        "the run starts, by Spark",
+        f"{parts.scheme}:// is not a filesystem read here (a path, a file: URI, s3a:// and "
+        "s3:// are), so the table's schema is compared when the run starts, by Spark",
     )
+
+
+@functools.lru_cache(maxsize=4)
+def _s3_filesystem(spark_conf: str) -> Any:
+    """pyarrow's S3 filesystem on the endpoint S3A is given in `JSL_SPARK_CONF` (one per
+    value of it)."""
+    from resources.object_store.s3 import S3Endpoint, s3_filesystem
+
+    try:
+        conf = json.loads(spark_conf) if spark_conf.strip() else {}
+    except json.JSONDecodeError:
+        conf = {}  # SparkSettings.resolve says what is wrong with it, when a run starts
+    return s3_filesystem(S3Endpoint.from_spark_conf(conf if isinstance(conf, dict) else {}))
 
 
 def _newest_checkpoint(names: list[str]) -> _Checkpoint | None:
@@ -271,7 +342,7 @@ def _newest_checkpoint(names: list[str]) -> _Checkpoint | None:
     return max(found, key=lambda c: (c.version, -len(c.files)), default=None)
 
 
-def _metadata_in_json_actions(path: str, file: Path, *, what: str) -> dict[str, Any] | None:
+def _metadata_in_json_actions(path: str, file: _Location, *, what: str) -> dict[str, Any] | None:
     """The last `metaData` action in a newline-delimited JSON actions file, if any."""
     metadata = None
     for action in _json_actions(path, file, what):
@@ -280,17 +351,18 @@ def _metadata_in_json_actions(path: str, file: Path, *, what: str) -> dict[str, 
     return metadata
 
 
-def _metadata_in_parquet(path: str, file: Path) -> dict[str, Any] | None:
+def _metadata_in_parquet(path: str, file: _Location) -> dict[str, Any] | None:
     """The `metaData` of a parquet checkpoint (or checkpoint part), None if it has none."""
     import pyarrow as pa
     import pyarrow.compute as pc
     import pyarrow.parquet as pq
 
     try:
-        parquet = pq.ParquetFile(file)
-        if "metaData" not in parquet.schema_arrow.names:
-            return None
-        column = parquet.read(columns=["metaData"]).column("metaData")
+        with _opened(file) as source:
+            parquet = pq.ParquetFile(source)
+            if "metaData" not in parquet.schema_arrow.names:
+                return None
+            column = parquet.read(columns=["metaData"]).column("metaData")
     except (pa.ArrowException, OSError) as error:
         raise CorruptTableLog(
             path, f"checkpoint {str(file)!r} is not readable parquet: {error}", file=str(file)
@@ -299,7 +371,7 @@ def _metadata_in_parquet(path: str, file: Path) -> dict[str, Any] | None:
     return rows[-1] if rows else None
 
 
-def _state(path: str, version: int, metadata: Any, file: Path) -> TableState:
+def _state(path: str, version: int, metadata: Any, file: _Location) -> TableState:
     """A `TableState` from a `metaData` action (from JSON, or a row of a parquet checkpoint)."""
 
     def corrupt(reason: str) -> CorruptTableLog:
@@ -510,7 +582,7 @@ def _count(
     return TableFiles(state.path, state.version, state.table_id, len(live), rows, maxima)
 
 
-def _json_actions(path: str, file: Path, what: str) -> list[dict[str, Any]]:
+def _json_actions(path: str, file: _Location, what: str) -> list[dict[str, Any]]:
     """The actions of a newline-delimited JSON log file (a commit, a V2 checkpoint)."""
     try:
         text = file.read_text(encoding="utf-8")
@@ -564,7 +636,7 @@ def _checkpoint_files(log: _Log) -> dict[tuple[str, str | None], _FileStats]:
     return live
 
 
-def _parquet_actions(path: str, file: Path, columns: tuple[str, ...]) -> list[dict[str, Any]]:
+def _parquet_actions(path: str, file: _Location, columns: tuple[str, ...]) -> list[dict[str, Any]]:
     """The actions of a parquet checkpoint (or part, or sidecar) in `columns` that are set,
     each as `{column: value}`."""
     import pyarrow as pa
@@ -572,9 +644,10 @@ def _parquet_actions(path: str, file: Path, columns: tuple[str, ...]) -> list[di
     import pyarrow.parquet as pq
 
     try:
-        parquet = pq.ParquetFile(file)
-        present = [c for c in columns if c in parquet.schema_arrow.names]
-        table = parquet.read(columns=present) if present else None
+        with _opened(file) as source:
+            parquet = pq.ParquetFile(source)
+            present = [c for c in columns if c in parquet.schema_arrow.names]
+            table = parquet.read(columns=present) if present else None
     except (pa.ArrowException, OSError) as error:
         raise CorruptTableLog(
             path, f"checkpoint {str(file)!r} is not readable parquet: {error}", file=str(file)
@@ -584,3 +657,14 @@ def _parquet_actions(path: str, file: Path, columns: tuple[str, ...]) -> list[di
         values = table.column(column)
         actions += [{column: value} for value in values.filter(pc.is_valid(values)).to_pylist()]
     return actions
+
+
+@contextlib.contextmanager
+def _opened(file: _Location) -> Iterator[Any]:
+    """What pyarrow's parquet reader takes for `file`: the local path, or the object opened
+    through its store (closed after)."""
+    if isinstance(file, Path):
+        yield file
+        return
+    with file.filesystem.open_input_file(file.key) as source:
+        yield source

@@ -4,7 +4,8 @@ carried over from the batch they judged, not as new verdicts. One new message, a
 used again and the row lands once.
 
 Real nats-server, real Spark/Delta and GX, real Dagster runs of the code location's assets
-(and of a declared ORDERS stream). A run that must not use Spark gets a `SparkResource` whose
+(and of a declared ORDERS stream), with the tables in a local folder and, for the first test,
+in a real S3 server (SeaweedFS) too. A run that must not use Spark gets a `SparkResource` whose
 `get_session` raises.
 """
 
@@ -66,16 +67,19 @@ def server(tmp_path) -> Iterator[EmbeddedNatsServer]:
 
 
 @pytest.fixture
-def resources(tmp_path, server, spark) -> dict[str, object]:
+def resources(tmp_path, server, spark, request) -> dict[str, object]:
     """The code location's resources, pointed at this test's server and table root (the
-    test session's `spark` fixture is the session runs with Spark get)."""
+    test session's `spark` fixture is the session runs with Spark get): a local folder, or
+    with the parameter "s3", a root on the session's S3 server (`s3_lakehouse`)."""
     jetstream = JetStreamResource(servers=server.url)
     with jetstream.client() as client:
         reconcile(client, FILE_TRASH_TOPOLOGY)
+    on_s3 = getattr(request, "param", "local") == "s3"
+    root = request.getfixturevalue("s3_lakehouse") if on_s3 else str(tmp_path / "lakehouse")
     return {
         "jetstream": jetstream,
         "spark": CountedSpark(),
-        "lakehouse": LakehouseResource(root=str(tmp_path / "lakehouse")),
+        "lakehouse": LakehouseResource(root=root),
         "quality": DataQualityResource(),
     }
 
@@ -123,6 +127,8 @@ def table(spark, resources, name: str):
     return spark.read.format("delta").load(resources["lakehouse"].table_path(name))
 
 
+# On S3 the stages read the tables' logs through the S3 API (pyarrow), still without a JVM.
+@pytest.mark.parametrize("resources", ["local", "s3"], indirect=True)
 def test_a_run_with_nothing_new_starts_no_spark_and_one_new_message_lands_once(
     resources, dagster_instance, spark
 ):

@@ -10,6 +10,7 @@ from __future__ import annotations
 import pytest
 from pyspark.sql import functions as F
 
+from pipelines.lakehouse import delta_log
 from pipelines.lakehouse.delta_log import (
     UnreadableTableLog,
     read_commits,
@@ -138,4 +139,28 @@ def test_no_table_gives_none_and_a_remote_one_raises(table_root):
     assert read_table_files(str(table_root / "none")) is None
     assert read_commits(str(table_root / "none"), 3) == []
     with pytest.raises(UnreadableTableLog):
-        read_table_files("s3a://bucket/table")
+        read_table_files("gs://bucket/table")
+
+
+def test_a_table_in_s3_is_read_through_the_s3_api_as_spark_reports_it(spark, s3_lakehouse):
+    path = f"{s3_lakehouse}/t"
+    assert read_table_files(path) is None and read_commits(path, 3) == []
+    write(spark, path, range(1, 11), **{"delta.checkpointInterval": "2"})
+    for start in (11, 21):  # a checkpoint at version 2 (parquet, read through the store)
+        write(spark, path, range(start, start + 10), userMetadata=f'{{"n": {start}}}')
+
+    assert logged(path) == spark_view(spark, path)
+    assert read_table_state(path).version == 2
+    assert [c.user_metadata for c in read_commits(path, 2)] == ['{"n": 21}', '{"n": 11}']
+
+
+def test_an_s3_store_that_refuses_the_request_leaves_the_decision_to_spark(
+    s3_lakehouse, monkeypatch
+):
+    monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", "not-the-servers")
+    delta_log._s3_filesystem.cache_clear()  # one filesystem per endpoint, made with the keys
+    try:
+        with pytest.raises(UnreadableTableLog, match="the object store answered"):
+            read_table_files(f"{s3_lakehouse}/t")
+    finally:
+        delta_log._s3_filesystem.cache_clear()
