@@ -1,5 +1,6 @@
 # The two commands: `make demo` and `make test`. Both set everything up first.
 #   make demo   run the pipeline end to end on an embedded nats-server, local Spark, local Delta
+#               (S3=1: the tables in an embedded S3 server, SeaweedFS)
 #   make test   run the whole test suite (what CI runs, through .ci/run)
 #   make dev    open the Dagster UI + daemon against the embedded nats-server
 #   make lint   ruff check and format check
@@ -45,7 +46,7 @@ setup: $(STAMP)
 	@$(PY) -m pipelines.cli setup --log $(SETUP_LOG)
 
 demo: setup
-	@$(PY) -m pipelines.cli demo --events $(EVENTS)
+	@$(PY) -m pipelines.cli demo --events $(EVENTS) $(if $(S3),--s3)
 
 # The UI tests drive real headless Chromium (Debian's package); installed here when missing
 # and apt-get is usable (as root). Without it, set JSL_SKIP_BROWSER_TESTS=1 to skip them.

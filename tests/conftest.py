@@ -20,6 +20,7 @@ import pytest
 from resources.jetstream import EmbeddedNatsServer, JetStreamClient, JetStreamResource
 from resources.object_store.errors import S3ServerError
 from resources.object_store.server import EmbeddedS3Server
+from resources.object_store.weed import find_weed_binary
 
 # The tests' Spark JVMs (this process's, and those of the runs, children and servers they
 # start, which inherit the environment) are tuned for many queries over a few rows each:
@@ -202,25 +203,27 @@ def table_root(tmp_path: Path) -> Path:
 
 
 @pytest.fixture(scope="session")
-def s3_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[EmbeddedS3Server]:
+def weed_binary() -> Path:
+    """SeaweedFS's `weed`; skips, saying why, without it (`make setup` builds it where Go is
+    installed)."""
+    try:
+        return find_weed_binary()
+    except S3ServerError as error:
+        pytest.skip(str(error))
+
+
+@pytest.fixture(scope="session")
+def s3_server(
+    weed_binary: Path, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[EmbeddedS3Server]:
     """A real S3 server (SeaweedFS) for the whole test session (one per xdist worker), with
-    the credentials of the environment; skips, saying why, without its binary (`make setup`
-    builds it where Go is installed)."""
-    server = EmbeddedS3Server(
+    the credentials of the environment."""
+    with EmbeddedS3Server(
         data_dir=tmp_path_factory.mktemp("seaweedfs"),
         access_key=os.environ["AWS_ACCESS_KEY_ID"],
         secret_key=os.environ["AWS_SECRET_ACCESS_KEY"],
-    )
-    try:
-        server.start()
-    except S3ServerError as error:
-        if "no SeaweedFS `weed` binary" in str(error):
-            pytest.skip(str(error))
-        raise
-    try:
+    ) as server:
         yield server
-    finally:
-        server.stop()
 
 
 @pytest.fixture

@@ -1,8 +1,9 @@
 """The demo and `make dev`: an embedded nats-server, the topology, sample events, Dagster.
 
 `run_demo` does what the README's first command promises: start an embedded nats-server
-(unless `NATS_URL` is set), provision the topology, publish sample FileDeletedEvents (a few
-of them bad on purpose; pipelines/cli/demo_sample.py), materialise every asset through the
+(unless `NATS_URL` is set; with `--s3`, an embedded S3 server too, which holds the tables),
+provision the topology, publish sample FileDeletedEvents (a few of them bad on purpose;
+pipelines/cli/demo_sample.py), materialise every asset through the
 `dagster` CLI, run the ingests and silver once more to land the FilePlacedInTrashEvents the
 first pass published, print a summary (pipelines/cli/demo_summary.py) and what to try next, and
 stop the server. The console gets a line per step and per asset materialised; Dagster's,
@@ -20,7 +21,9 @@ Both run from this repository's checkout (`SOURCE_DIR`: its `workspace.yaml` and
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import datetime as dt
+import json
 import os
 import sys
 from collections.abc import Callable, Iterator
@@ -36,6 +39,7 @@ from pipelines.settings import SOURCE_DIR, Settings
 from resources.jetstream import EmbeddedNatsServer, JetStreamClient, JetStreamResource, reconcile
 from resources.jetstream.connection.settings import redact_url
 from resources.jetstream.environment import CREDENTIAL_VARIABLES
+from resources.object_store.server import EmbeddedS3Server
 
 DEFAULT_BAD_SHARE = 0.05
 # The second pass: the ingests and silver, which take in what the first pass published.
@@ -62,6 +66,33 @@ def nats_server(settings: Settings, say: Callable[[str], None] = say) -> Iterato
 
 
 OFF = {"0", "off", "false", "no"}
+
+
+@contextlib.contextmanager
+def s3_server(settings: Settings) -> Iterator[tuple[EmbeddedS3Server, Settings]]:
+    """An embedded S3 server (SeaweedFS) on the demo's data (`<data dir>/s3`), for `--s3`.
+
+    While it runs, this process's environment points every run at it, as a user's would
+    point them at their object store: the credentials the server was given in the AWS
+    chain's variables, its endpoint in `JSL_SPARK_CONF` (S3A's settings, kept beside any
+    already there); the settings returned put the tables in its bucket. All is put back after.
+    """
+    with EmbeddedS3Server(data_dir=settings.data_dir / "s3") as server:
+        conf = json.loads(os.environ.get("JSL_SPARK_CONF") or "{}")
+        changed = {
+            **server.env(),
+            "JSL_SPARK_CONF": json.dumps({**conf, **server.spark_conf()}),
+        }
+        before = {name: os.environ.get(name) for name in changed}
+        os.environ.update(changed)
+        try:
+            yield server, dataclasses.replace(settings, lakehouse_root=server.root("lakehouse"))
+        finally:
+            for name, value in before.items():
+                if value is None:
+                    os.environ.pop(name, None)
+                else:
+                    os.environ[name] = value
 
 
 def turned_off(variable: str) -> bool:
@@ -264,6 +295,7 @@ def run_demo(
     settings: Settings | None = None,
     bad_share: float = DEFAULT_BAD_SHARE,
     verbose: bool = False,
+    s3: bool = False,
 ) -> int:
     """Runs the whole demo; returns the process exit code.
 
@@ -272,6 +304,7 @@ def run_demo(
         settings: where the data lives (default: from the environment).
         bad_share: the share of them that is bad on purpose (quarantined by silver).
         verbose: show Dagster's, Spark's and Ivy's output live, not only in the log.
+        s3: keep the tables in an embedded S3 server (SeaweedFS, `s3_server`), not a folder.
 
     Returns:
         0 when every step worked and the consumers caught up, else 1.
@@ -283,7 +316,7 @@ def run_demo(
         out.log(settings.locations(settings.dagster_home))  # `jsl`'s first line, in the log too
         out.say(f"full output (Dagster, Spark, Ivy) goes to {log_path}")
         try:
-            caught_up = _run_steps(out, settings, events, bad_share)
+            caught_up = _run_steps(out, settings, events, bad_share, s3)
         except StepFailed:
             out.say(f"full log: {log_path}")
             return 1
@@ -294,10 +327,19 @@ def run_demo(
         return 0 if caught_up else 1
 
 
-def _run_steps(out: DemoOutput, settings: Settings, events: int, bad_share: float) -> bool:
+def _run_steps(
+    out: DemoOutput, settings: Settings, events: int, bad_share: float, s3: bool
+) -> bool:
     """The demo's steps; True if the consumers caught up with their streams."""
     embedded = not os.environ.get("NATS_URL")
     with contextlib.ExitStack() as stack:
+        if s3:
+            with out.step("S3 server") as step:
+                server, settings = stack.enter_context(s3_server(settings))
+                step.result = (
+                    f"SeaweedFS at {server.endpoint.url}, tables at {settings.lakehouse_root}, "
+                    f"data {server.data_dir}"
+                )
         with out.step("nats-server") as step:
             url = stack.enter_context(nats_server(settings, say=out.log))
             step.result = (

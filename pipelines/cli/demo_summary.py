@@ -215,6 +215,10 @@ def print_next_steps(out: DemoOutput, settings: Settings, nats_url: str | None) 
     width = max(len(command) for command, _ in commands)
     for command, what in commands:
         out.say(f"  {command:<{width}}  {what}")
+    if table.startswith("s3a://"):
+        out.say(f"  the tables ({settings.lakehouse_root}) are in {settings.data_dir / 's3'}:")
+        out.say("  `jsl demo --s3` serves them again while it runs (docs/deploy.md)")
+        return
     out.say("  read a table with Spark:")
     out.say(
         '    .venv/bin/python -c "from resources.spark import SparkResource; '

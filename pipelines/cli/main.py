@@ -119,6 +119,11 @@ def main(argv: list[str] | None = None) -> int:
         help="share of deliberately bad events (quarantined by silver)",
     )
     demo.add_argument(
+        "--s3",
+        action="store_true",
+        help="keep the tables in an embedded S3 server (SeaweedFS, built by `make setup`)",
+    )
+    demo.add_argument(
         "--verbose",
         action="store_true",
         help="show Dagster's, Spark's and Ivy's output live (it always goes to the log file)",
@@ -206,6 +211,8 @@ def run_command(args: argparse.Namespace, unknown: list[str]) -> int:
             )
             return 2
         check_java()
-        return demo_module.run_demo(args.events, bad_share=args.bad_share, verbose=args.verbose)
+        return demo_module.run_demo(
+            args.events, bad_share=args.bad_share, verbose=args.verbose, s3=args.s3
+        )
     check_java()
     return demo_module.run_dev(extra_args=[a for a in unknown if a != "--"])

@@ -2,11 +2,11 @@
 
 Each stage first compares its own position with its upstream's current state, reading only
 what needs no Spark: the KV bucket (checkpoints, watermarks), the stream's and consumers'
-state, and the Delta logs of local tables (`pipelines.lakehouse.delta_log`). When that says
-nothing is new, the stage reports so and Spark is never started (a run with nothing new
-costs seconds, not a JVM). When it cannot tell (a table off the local filesystem, a log it
-cannot read, a statistic missing) or something is new, the stage runs as before, with
-Spark, and decides there. A finding is never a guess: whatever is "nothing new" here, the
+state, and the Delta logs of the tables, on the local disk or in S3
+(`pipelines.lakehouse.delta_log`). When that says nothing is new, the stage reports so and
+Spark is never started (a run with nothing new costs seconds, not a JVM). When it cannot tell
+(a table on another object store, a log it cannot read, a statistic missing) or something is
+new, the stage runs as before, with Spark, and decides there. A finding is never a guess: whatever is "nothing new" here, the
 Spark path finds nothing new in too.
 """
 
@@ -46,7 +46,8 @@ def table_files(path: str, columns: tuple[str, ...] = ()) -> TableFiles | None:
     """The Delta table's live files from its log (`read_table_files`); None: no table.
 
     Raises:
-        CannotTell: the table is not on a local filesystem, or its log cannot be read.
+        CannotTell: the table is on a filesystem not read here (abfss://, gs://, ...), or its
+            log cannot be read.
     """
     try:
         return read_table_files(path, columns)

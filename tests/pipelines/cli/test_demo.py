@@ -1,5 +1,6 @@
 """The README's demo command, as a new user runs it: twice, on an embedded nats-server."""
 
+import json
 import os
 import re
 import socket
@@ -10,7 +11,9 @@ from pathlib import Path
 from delta.tables import DeltaTable
 
 from pipelines.definitions import defs
+from pipelines.lakehouse.delta_log import read_table_files
 from resources.jetstream import EmbeddedNatsServer, JetStreamResource
+from resources.object_store.server import EmbeddedS3Server
 
 PROJECT = Path(__file__).resolve().parents[3]
 
@@ -20,14 +23,14 @@ README = PROJECT / "README.md"
 
 
 def run_demo(
-    data_dir: Path, events: int, nats_url: str | None = None
+    data_dir: Path, events: int, nats_url: str | None = None, *options: str
 ) -> subprocess.CompletedProcess:
     env = {k: v for k, v in os.environ.items() if k not in ("NATS_URL", "DAGSTER_HOME")}
     env["LAKEHOUSE_DATA_DIR"] = str(data_dir)
     if nats_url is not None:
         env["NATS_URL"] = nats_url
     return subprocess.run(
-        [sys.executable, "-m", "pipelines.cli", "demo", "--events", str(events)],
+        [sys.executable, "-m", "pipelines.cli", "demo", "--events", str(events), *options],
         env=env,
         cwd=PROJECT,
         capture_output=True,
@@ -83,6 +86,49 @@ def test_demo_twice_lands_every_event_and_leaves_the_consumers_caught_up(tmp_pat
         consumer = js.consumers.info("FILE_EVENTS", "lakehouse-bronze")
         assert consumer.ack_floor_stream_seq == js.streams.info("FILE_EVENTS").last_seq
         assert consumer.ack_floor_stream_seq == 390
+
+
+def test_demo_with_s3_keeps_every_table_in_the_s3_server_with_exact_counts(
+    tmp_path, monkeypatch, weed_binary
+):
+    # 120 events, 6 of them bad; pass 2 lands the 114 FilePlacedInTrashEvents of pass 1.
+    done = run_demo(tmp_path, 120, None, "--s3")
+
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
+    check_quiet_output(done, tmp_path)
+    assert re.search(
+        r"\[demo\] S3 server: SeaweedFS at http://127\.0\.0\.1:\d+, tables at "
+        r"s3a://lakehouse/lakehouse, data " + re.escape(str(tmp_path / "s3")),
+        done.stdout,
+    ), done.stdout
+    assert "[demo]   silver: 114 file_deleted + 114 file_trashed + 6 quarantine = 234" in (
+        done.stdout
+    )
+    assert not (tmp_path / "lakehouse").exists()  # nothing on the local disk
+    # The tables, read back through the S3 API from the demo's store (a server on its data).
+    with EmbeddedS3Server(
+        data_dir=tmp_path / "s3",
+        access_key=os.environ["AWS_ACCESS_KEY_ID"],
+        secret_key=os.environ["AWS_SECRET_ACCESS_KEY"],
+    ) as server:
+        monkeypatch.setenv("JSL_SPARK_CONF", json.dumps(server.spark_conf()))
+        rows = {
+            table: read_table_files(server.root(f"lakehouse/{table}")).rows
+            for table in (
+                "bronze/file_events",
+                "silver/file_deleted",
+                "silver/file_trashed",
+                "silver/quarantine",
+                "audit/audit_log",
+            )
+        }
+    assert rows == {
+        "bronze/file_events": 234,
+        "silver/file_deleted": 114,
+        "silver/file_trashed": 114,
+        "silver/quarantine": 6,
+        "audit/audit_log": 234,
+    }
 
 
 def check_quiet_output(run: subprocess.CompletedProcess, data_dir: Path) -> None:

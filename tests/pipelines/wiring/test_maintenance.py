@@ -1,9 +1,11 @@
-"""Delta maintenance (OPTIMIZE, VACUUM) and the schedules, on real Delta tables."""
+"""Delta maintenance (OPTIMIZE, VACUUM) and the schedules, on real Delta tables (in a local
+folder, and in a real S3 server)."""
 
 from __future__ import annotations
 
 import datetime as dt
 
+import pytest
 from dagster import build_schedule_context
 from dagster.components.core.component_tree import ComponentTree
 
@@ -21,8 +23,14 @@ def data_files(spark, path: str) -> int:
     return spark.read.format("delta").load(path).inputFiles().__len__()
 
 
-def test_maintenance_compacts_small_files_and_keeps_every_row(spark, table_root):
-    path = str(table_root / "silver" / "file_deleted")
+@pytest.fixture(params=["local", "s3"])
+def any_root(request, table_root) -> str:
+    """A table root in a local folder, or on the session's S3 server (SeaweedFS)."""
+    return request.getfixturevalue("s3_lakehouse") if request.param == "s3" else str(table_root)
+
+
+def test_maintenance_compacts_small_files_and_keeps_every_row(spark, any_root):
+    path = f"{any_root}/silver/file_deleted"
     for start in range(0, 50, 10):  # five appends: five small files
         spark.range(start, start + 10).write.format("delta").mode("append").save(path)
     assert data_files(spark, path) >= 5
@@ -37,7 +45,7 @@ def test_maintenance_compacts_small_files_and_keeps_every_row(spark, table_root)
         },
         resources={
             "spark": SparkResource(),
-            "lakehouse": LakehouseResource(root=str(table_root)),
+            "lakehouse": LakehouseResource(root=any_root),
         },
     )
 
