@@ -21,6 +21,7 @@ from resources.jetstream import EmbeddedNatsServer, JetStreamClient, JetStreamRe
 from resources.object_store.errors import S3ServerError
 from resources.object_store.server import EmbeddedS3Server
 from resources.object_store.weed import find_weed_binary
+from tests.table_roots import UriRoot
 
 # The tests' Spark JVMs (this process's, and those of the runs, children and servers they
 # start, which inherit the environment) are tuned for many queries over a few rows each:
@@ -227,14 +228,13 @@ def s3_server(
 
 
 @pytest.fixture
-def s3_lakehouse(
-    s3_server: EmbeddedS3Server, monkeypatch: pytest.MonkeyPatch, request: pytest.FixtureRequest
-) -> str:
-    """A fresh `s3a://` table root on the session's S3 server, and the environment that points
+def s3_lakehouse(s3_server: EmbeddedS3Server, monkeypatch: pytest.MonkeyPatch) -> UriRoot:
+    """A fresh `s3a://` table root on the session's S3 server (a `str` that joins with `/`, as
+    `table_root` does), and the environment that points
     Spark at it: `LAKEHOUSE_ROOT`, and the server's S3A settings added to `JSL_SPARK_CONF` (for
     the runs and children started from here, and the no-JVM paths that read it). A Spark
     session this process has started already gets them in its Hadoop configuration."""
-    root = s3_server.root(f"t-{uuid.uuid4().hex[:12]}")
+    root = UriRoot(s3_server.root(f"t-{uuid.uuid4().hex[:12]}"))
     conf = {**json.loads(os.environ.get("JSL_SPARK_CONF") or "{}"), **s3_server.spark_conf()}
     monkeypatch.setenv("JSL_SPARK_CONF", json.dumps(conf))
     monkeypatch.setenv("LAKEHOUSE_ROOT", root)
@@ -246,3 +246,11 @@ def s3_lakehouse(
         for key, value in s3_server.spark_conf().items():
             hadoop.set(key.removeprefix("spark.hadoop."), value)
     return root
+
+
+@pytest.fixture(params=["local", "s3"])
+def any_root(request: pytest.FixtureRequest, table_root: Path) -> Path | UriRoot:
+    """A test's table root twice: a local folder, then a root on the session's S3 server
+    (SeaweedFS), where a commit is a PUT with no atomic rename and Delta's
+    S3SingleDriverLogStore is in charge."""
+    return request.getfixturevalue("s3_lakehouse") if request.param == "s3" else table_root

@@ -76,7 +76,7 @@ class Ingest:
 def make_ingest(
     js: JetStreamClient,
     name: str,
-    table_root: Path,
+    table_root: Path | str,
     *,
     stream: dict[str, Any] | None = None,
     **spec: Any,
@@ -86,7 +86,7 @@ def make_ingest(
     Args:
         js: the client.
         name: the stream's name (unique per test).
-        table_root: where the bronze table goes.
+        table_root: where the bronze table goes (a folder, or an `s3a://` URI).
         stream: extra `StreamSpec` fields (limits, duplicate window).
         **spec: `IngestSpec` fields over the small test defaults.
     """
@@ -103,7 +103,7 @@ def make_ingest(
     ingest_spec = IngestSpec(**fields)
     return Ingest(
         spec=ingest_spec,
-        path=str(table_root / ingest_spec.table),
+        path=f"{str(table_root).rstrip('/')}/{ingest_spec.table}",
         checkpoints=js.create_key_value(ingest_spec.checkpoint_bucket_spec()),
     )
 

@@ -1,7 +1,8 @@
 """Two runs of one ingest at once: the lease lets one through, and nothing lands twice.
 
 The first run holds still at its "planned" step (its hook waits on an event) while the
-second one tries, so the overlap is certain rather than a matter of timing.
+second one tries, so the overlap is certain rather than a matter of timing. The first test
+runs with the table in a local folder and in a real S3 server.
 """
 
 from __future__ import annotations
@@ -86,9 +87,9 @@ class HeldRun:
 
 
 def test_second_run_while_the_first_holds_the_lease_fails_fast_naming_the_holder(
-    js, spark, jetstream_resource, unique_name, table_root
+    js, spark, jetstream_resource, unique_name, any_root
 ):
-    ingest = make_ingest(js, unique_name, table_root)
+    ingest = make_ingest(js, unique_name, any_root)
     published = publish_events(js, unique_name, 80, seed=21)
 
     first = HeldRun(jetstream_resource, spark, ingest, "run-a").start()

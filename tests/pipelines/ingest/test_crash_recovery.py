@@ -3,7 +3,8 @@ duplicates nothing.
 
 Injected crashes (a hook raising at a step) run in-process on the session's SparkSession;
 real kills (SIGKILL of a child process running the engine with its own JVM) run through
-`crash_child.py`.
+`crash_child.py`. The kill after the commit and the crash before the consumer moves run with
+the table in a local folder and in a real S3 server (SeaweedFS).
 """
 
 from __future__ import annotations
@@ -80,9 +81,9 @@ def test_crash_at_each_step_then_rerun_loses_and_duplicates_nothing(
 
 
 def test_crash_after_commit_before_consumer_moves_loses_and_duplicates_nothing(
-    js, spark, unique_name, table_root
+    js, spark, unique_name, any_root
 ):
-    ingest = make_ingest(js, unique_name, table_root)
+    ingest = make_ingest(js, unique_name, any_root)
     first = publish_events(js, unique_name, 60, seed=12)
     ingest.run(js, spark, "run-1")
     second = publish_events(js, unique_name, 40, seed=13)
@@ -138,10 +139,10 @@ def test_spark_job_failing_mid_write_commits_nothing_and_the_next_run_lands_ever
 
 @pytest.mark.parametrize("step", ["committed", "consumer_advanced"])
 def test_process_killed_at_step_leaves_a_range_the_next_run_finishes_exactly_once(
-    js, spark, nats_server, unique_name, table_root, step
+    js, spark, nats_server, unique_name, any_root, step
 ):
     # The killed process cannot release its lease: a short TTL lets the next run wait it out.
-    ingest = make_ingest(js, unique_name, table_root, lease_ttl=2, lease_wait=60)
+    ingest = make_ingest(js, unique_name, any_root, lease_ttl=2, lease_wait=60)
     published = publish_events(js, unique_name, 150, seed=15)
     spec = {
         "name": ingest.spec.name,

@@ -13,7 +13,6 @@ from __future__ import annotations
 import os
 import signal
 import sys
-from pathlib import Path
 
 from pipelines.lakehouse.watermarks import WatermarkStore
 from pipelines.silver.rejudge import rejudge
@@ -29,6 +28,7 @@ from tests.pipelines.silver.contract_changes import (
     orders,
     paths,
 )
+from tests.table_roots import root_of
 
 # The contract after the fix: GBP admitted (the test's first contract refuses it).
 LOOSE = {"data.orderId": {"required": True}, "data.currency": {"enum": ["EUR", "USD", "GBP"]}}
@@ -50,7 +50,7 @@ def main(argv: list[str]) -> int:
             session, store, contract, stream=STREAM, stage=STAGE, run_id=run_id, now=NOW,
             selection=Selection(quarantined_only=True), source_table="bronze/orders",
             writes={target: killer for target in ("OrderPlaced", QUARANTINE)},
-            **paths(Path(root), contract),
+            **paths(root_of(root), contract),
         )  # fmt: skip
     return 0
 

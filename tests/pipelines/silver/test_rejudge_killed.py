@@ -3,7 +3,8 @@ ends in exactly one table, with the contents of a retry never killed.
 
 The retry runs in a child process with its own JVM (`rejudge_child.py`), which kills itself
 for real right after its N-th write; the rerun here finds the dead run's intent, waits out
-its lease (a clock past it) and finishes it first.
+its lease (a clock past it) and finishes it first. The kill after the second write (between
+the two tables of one phase) runs on the S3 server too.
 """
 
 from __future__ import annotations
@@ -44,10 +45,15 @@ MESSAGES = [
 WRITES = 3
 
 
-@pytest.mark.parametrize("after", range(1, WRITES + 1))
+@pytest.mark.parametrize(
+    ("any_root", "after"),
+    [*(("local", after) for after in range(1, WRITES + 1)), ("s3", 2)],
+    indirect=["any_root"],
+)
 def test_a_retry_killed_after_a_write_is_finished_by_the_next_one_exactly(
-    spark, js, nats_server, table_root, unique_name, after
+    spark, js, nats_server, any_root, unique_name, after
 ):
+    table_root = any_root
     store = WatermarkStore(js.create_key_value(KeyValueSpec(unique_name)))
     land(spark, table_root, MESSAGES, first_seq=1)
     run(spark, store, table_root, orders(STRICT))

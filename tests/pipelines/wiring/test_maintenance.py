@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import datetime as dt
 
-import pytest
 from dagster import build_schedule_context
 from dagster.components.core.component_tree import ComponentTree
 
@@ -21,12 +20,6 @@ from resources.spark import SparkResource
 
 def data_files(spark, path: str) -> int:
     return spark.read.format("delta").load(path).inputFiles().__len__()
-
-
-@pytest.fixture(params=["local", "s3"])
-def any_root(request, table_root) -> str:
-    """A table root in a local folder, or on the session's S3 server (SeaweedFS)."""
-    return request.getfixturevalue("s3_lakehouse") if request.param == "s3" else str(table_root)
 
 
 def test_maintenance_compacts_small_files_and_keeps_every_row(spark, any_root):
@@ -45,7 +38,7 @@ def test_maintenance_compacts_small_files_and_keeps_every_row(spark, any_root):
         },
         resources={
             "spark": SparkResource(),
-            "lakehouse": LakehouseResource(root=any_root),
+            "lakehouse": LakehouseResource(root=str(any_root)),
         },
     )
 
