@@ -85,7 +85,7 @@ from pipelines.silver.drift import (
     REPORTS,
     DriftReport,
     pending_changes,
-    written_columns,
+    written_table,
 )
 from pipelines.silver.evolution import OnSchemaChange
 from pipelines.silver.schema import RUN_FIELDS, SOURCE_FIELDS
@@ -310,7 +310,7 @@ class JetStreamStream(Component, Model, Resolvable):
             with site.blames(("envelope",), self.stream.name):
                 envelope = envelope_of(self.envelope)
             root = LakehouseResource(root=Settings.from_env().lakehouse_root)
-            layout = Layout(self.nested_objects, lambda table: written_columns(root, table))
+            layout = Layout(self.nested_objects, lambda table: written_table(root, table))
             if form == "json_schema_files":
                 return read_json_schemas(
                     [directory / name for name in files],

@@ -29,6 +29,7 @@ from pipelines.contract.errors import ContractError
 from pipelines.contract.json_schema_reader import (
     Layout,
     NestedObjects,
+    WrittenTable,
     contract_from_json_schemas,
     read_json_schemas,
 )
@@ -96,6 +97,7 @@ __all__ = [
     "TypeKind",
     "UniqueItems",
     "UnknownFields",
+    "WrittenTable",
     "contract_from_asyncapi",
     "contract_from_dict",
     "contract_from_json_schemas",

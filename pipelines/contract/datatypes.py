@@ -37,7 +37,8 @@ class TypeKind(StrEnum):
     STRUCT = "struct"
     ARRAY = "array"
     MAP = "map"
-    JSON = "json"  # any JSON value, kept as its JSON text (a schema with no type)
+    JSON = "json"  # any JSON value, kept as its JSON text
+    VARIANT = "variant"  # any JSON value, as Spark's VARIANT (a union of unlike types, `{}`)
 
 
 class TimestampEncoding(StrEnum):
@@ -58,11 +59,12 @@ _SIMPLE_SPARK = {
     TypeKind.TIMESTAMP: "timestamp",
     TypeKind.DATE: "date",
     TypeKind.JSON: "string",
+    TypeKind.VARIANT: "variant",
 }
 # The types a contract may write, for errors that name an unknown one (every form says the same).
 TYPE_HELP = (
     "string, integer, long, double, boolean, date, decimal(p,s), timestamp, "
-    "timestamp(iso8601|epoch_seconds|epoch_millis), struct, array<T>, map<T> or json"
+    "timestamp(iso8601|epoch_seconds|epoch_millis), struct, array<T>, map<T>, variant or json"
 )
 
 

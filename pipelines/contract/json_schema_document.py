@@ -120,9 +120,9 @@ class SchemaDocument:
                 "move it under #/$defs (AsyncAPI: #/components/schemas)",
                 (*at, "$ref"),
             )
-        if ref in seen:  # a schema that contains itself (a tree): its JSON text
+        if ref in seen:  # a schema that contains itself (a tree): a VARIANT
             self.delegate((*at, "$ref"))
-            return {"x-jsl-type": "json"}, at
+            return {"x-jsl-type": "variant"}, at
         target: Any = self.document
         path: At = ()
         for token in filter(None, ref[1:].split("/")):
@@ -192,10 +192,11 @@ class SchemaDocument:
             schema = {**schema, "enum": [v for v in values if v is not None]}
             if not schema["enum"]:  # only null: as type "null"
                 self.delegate((*at, "enum"))
-                schema = {k: v for k, v in schema.items() if k != "enum"} | {"x-jsl-type": "json"}
-        if schema.get("type") == "null":  # always null: its JSON text, judged by the validator
+                schema = {k: v for k, v in schema.items() if k != "enum"}
+                schema |= {"x-jsl-type": "variant"}
+        if schema.get("type") == "null":  # always null: a VARIANT, judged by the validator
             self.delegate((*at, "type"))
-            schema = {k: v for k, v in schema.items() if k != "type"} | {"x-jsl-type": "json"}
+            schema = {k: v for k, v in schema.items() if k != "type"} | {"x-jsl-type": "variant"}
             nullable = True
         if nullable:
             schema = {**schema, "nullable": True}
@@ -258,7 +259,7 @@ class SchemaDocument:
         notes = {k: v for k, v in own.items() if k in ANNOTATIONS}
         if len(kinds) == 1 and next(iter(kinds)) in _SCALAR_KINDS:
             return {**notes, "type": kinds.pop()}
-        return {**notes, "x-jsl-type": "json"}
+        return {**notes, "x-jsl-type": "variant"}
 
     def is_decimal(self, branches: list[tuple[Mapping, At]]) -> bool:
         """Whether a union is pydantic's Decimal: a number, or a string (with a pattern)."""

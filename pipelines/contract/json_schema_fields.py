@@ -23,6 +23,7 @@ _SCALARS = {"string": TypeKind.STRING, "number": TypeKind.DOUBLE, "boolean": Typ
 _TYPED_FORMATS = {"date-time": TypeKind.TIMESTAMP, "date": TypeKind.DATE}
 _INTEGER_FORMATS = {"int64": TypeKind.LONG, "int32": TypeKind.INTEGER}
 _NUMBER_FORMATS = ("float", "double")
+ANY_VALUE = (TypeKind.JSON, TypeKind.VARIANT)  # any JSON value: no keyword is a column's rule
 MAX_DEPTH = 32  # nested types deeper than this are taken for a recursive $ref
 # The JSON Schema types read, for errors that name an unknown one (as the YAML form's list).
 JSON_TYPE_HELP = (
@@ -75,7 +76,7 @@ class SchemaFields(SchemaConstraints):
         schema, at = self.schema(schema, at)
         field_type = self.field_type(schema, at)
         constraints = () if discriminator else self.constraints(schema, at, field_type)
-        if field_type.kind is TypeKind.JSON and constraints:  # keywords on any JSON value
+        if field_type.kind in ANY_VALUE and constraints:  # keywords on any JSON value
             self.delegate(at)
             constraints = ()
         if not discriminator and "x-jsl-type" not in schema:
@@ -164,9 +165,9 @@ class SchemaFields(SchemaConstraints):
             kinds = set(kind) - {"null"}
             if kinds == {"integer", "number"}:
                 kind = "number"
-            elif len(kinds) != 1:  # several types: the value's JSON text, judged whole
+            elif len(kinds) != 1:  # several types: a VARIANT, judged whole
                 self.delegate((*at, "type"))
-                return FieldType(TypeKind.JSON)
+                return FieldType(TypeKind.VARIANT)
             else:
                 kind = kinds.pop()
         if kind is None:
@@ -177,7 +178,7 @@ class SchemaFields(SchemaConstraints):
             elif "items" in schema:
                 kind = "array"
             else:
-                return FieldType(TypeKind.JSON)  # any JSON value: its JSON text
+                return FieldType(TypeKind.VARIANT)  # any JSON value
         fmt = schema.get("format")
         if kind == "string":
             if fmt in _TYPED_FORMATS:
@@ -214,7 +215,7 @@ class SchemaFields(SchemaConstraints):
                 element = self.unchecked(self.field_type(values, values_at), values_at)
                 return FieldType(TypeKind.MAP, element=element)
             self.delegate((*at, "additionalProperties"))  # only {}: judged by the validator
-            return FieldType(TypeKind.MAP, element=FieldType(TypeKind.JSON))
+            return FieldType(TypeKind.MAP, element=FieldType(TypeKind.VARIANT))
         raise self.fail(f"unsupported type {kind!r}; use {JSON_TYPE_HELP}", (*at, "type"))
 
     def unchecked(
@@ -245,8 +246,9 @@ class SchemaFields(SchemaConstraints):
     def declared_type(self, schema: Mapping, at: At) -> FieldType:
         """The type `x-jsl-type` declares (struct members from the schema's properties)."""
         text = schema["x-jsl-type"]
-        if isinstance(text, str) and text.strip().lower() == "json":
-            return FieldType(TypeKind.JSON)  # whatever the schema says below: its JSON text
+        if isinstance(text, str) and text.strip().lower() in ANY_VALUE:
+            # Whatever the schema says below: its JSON text, or a VARIANT.
+            return FieldType(TypeKind(text.strip().lower()))
         items, items_at = schema, at
         while items.get("type") == "array" and isinstance(items.get("items"), Mapping):
             items, items_at = self.schema(items["items"], (*items_at, "items"))

@@ -85,7 +85,7 @@ from pathlib import Path
 from typing import Any
 
 from pipelines.contract.constraints import NotInFuture, Severity
-from pipelines.contract.datatypes import FieldType
+from pipelines.contract.datatypes import FieldType, TypeKind
 from pipelines.contract.errors import ContractError, combined, located
 from pipelines.contract.fields import SourceKind, default_column, field_source, path_column
 from pipelines.contract.json_schema_constraints import DECIMAL_PATTERN
@@ -118,30 +118,46 @@ class NestedObjects(StrEnum):
 
 
 @dataclass(frozen=True)
+class WrittenTable:
+    """A silver table as it was last written.
+
+    Attributes:
+        columns: each top-level field's JSON path -> its column, as the table's
+            `jsl.contract.columns` property records it (empty: it records none).
+        without_variant: the table's columns whose type holds no VARIANT: a field this
+            reader would make a VARIANT keeps its JSON text there (`json`), as written.
+    """
+
+    columns: Mapping[str, str]
+    without_variant: frozenset[str] = frozenset()
+
+
+@dataclass(frozen=True)
 class Layout:
     """Which nested objects are flattened into columns.
 
     Attributes:
         nested_objects: the explicit setting for every table; None: each table as it was
             written (below), a new table's objects as structs.
-        written: a silver table's JSON path -> column as its properties record them (None for
-            a table that does not exist): an object whose properties were written as
-            columns of their own stays flattened, one written as a column stays a struct,
-            and a table written before the paths were recorded (an empty mapping) or one
-            with flattened objects flattens new objects too. A property's own
+        written: a silver table as it was last written (None for a table that does not
+            exist): an object whose properties were written as columns of their own stays
+            flattened, one written as a column stays a struct, and a table written before
+            the paths were recorded (no columns) or one with flattened objects flattens new
+            objects too; a column written as JSON text stays JSON text. A property's own
             `x-jsl-flatten: true|false` comes first.
     """
 
     nested_objects: NestedObjects | None = None
-    written: Callable[[str], Mapping[str, str] | None] = lambda table: None
+    written: Callable[[str], WrittenTable | None] = lambda table: None
 
     def flattens(self, table: str, path: str) -> bool:
         """Whether the object at JSON `path` of `table`'s event type is flattened."""
         if self.nested_objects is not None:
             return self.nested_objects is NestedObjects.FLATTEN
-        columns = self.written(table)
-        if columns is None:
+        written = self.written(table)
+        if written is None:
             return False
+        columns = written.columns
         if path in columns:
             return False
         if any(p.startswith(f"{path}.") for p in columns):
@@ -190,12 +206,15 @@ class SchemaReader(SchemaFields):
             )
         table = (tables or {}).get(name) or f"silver/{snake_case(name)}"
         self.flattened = lambda path: layout.flattens(table, path)
+        written = layout.written(table)
         policies: list[tuple[bool, At]] = []
         columns: dict[str, At] = {}
         fields = self.flatten(schema, at, "", True, envelope, policies, columns)
         if self.problems:
             raise combined(self.problems)
         fields = self.unique_columns(fields, columns)
+        if written is not None:  # a column written as JSON text stays so
+            fields = [as_json_text(f) if f.column in written.without_variant else f for f in fields]
         if self.delegated:  # the validator judges the whole schema: no rule judges it twice
             fields = [_own_rules_only(f) for f in fields]
         unknown = schema.get("x-jsl-unknown-fields")
@@ -413,6 +432,22 @@ class SchemaReader(SchemaFields):
                     columns[f.path],
                 )
         return renamed
+
+
+def as_json_text(found: Field) -> Field:
+    """`found` with each VARIANT in its type (a struct's members, an array's elements, ...)
+    made `json`, the value's JSON text, as this project wrote such values before VARIANT."""
+
+    def in_type(kind: FieldType) -> FieldType:
+        if kind.kind is TypeKind.VARIANT:
+            return FieldType(TypeKind.JSON)
+        if kind.element is not None:
+            return replace(kind, element=in_type(kind.element))
+        if kind.fields:
+            return replace(kind, fields=tuple(as_json_text(f) for f in kind.fields))
+        return kind
+
+    return replace(found, type=in_type(found.type))
 
 
 def _own_rules_only(found: Field) -> Field:

@@ -19,8 +19,9 @@ import dataclasses
 import logging
 from collections.abc import Mapping
 from dataclasses import dataclass
+from typing import Any
 
-from pipelines.contract import Contract
+from pipelines.contract import Contract, WrittenTable
 from pipelines.contract.fingerprint import event_type_version
 from pipelines.lakehouse.delta_log import TableLogError, read_table_state
 from pipelines.silver.evolution import (
@@ -76,11 +77,12 @@ def _local(path: str, notes: list[str], table: str):
         return None
 
 
-def written_columns(lakehouse, table: str) -> dict[str, str] | None:
-    """How `table` (a silver table's name) was last written: each top-level field's JSON
-    path -> its column, as its `jsl.contract.columns` property records it (empty when it
-    records none); None when the table does not exist, or is not on a local filesystem
-    (what `pipelines.contract.Layout` reads to keep a table's layout)."""
+def written_table(lakehouse, table: str) -> WrittenTable | None:
+    """How `table` (a silver table's name) was last written, from its Delta log: each
+    top-level field's JSON path -> its column, as its `jsl.contract.columns` property records
+    it, and its columns whose type holds no VARIANT. None when the table does not exist, or
+    is not on a local filesystem. `pipelines.contract.Layout` reads it to keep the table's
+    layout."""
     try:
         state = read_table_state(lakehouse.table_path(table))
     except TableLogError:
@@ -88,7 +90,18 @@ def written_columns(lakehouse, table: str) -> dict[str, str] | None:
     if state is None:
         return None
     recorded = recorded_property(state.properties, COLUMNS_PROPERTY, {})
-    return recorded if isinstance(recorded, dict) else {}
+    fields = state.schema.get("fields", [])
+    without_variant = frozenset(f["name"] for f in fields if not _holds_variant(f["type"]))
+    return WrittenTable(recorded if isinstance(recorded, dict) else {}, without_variant)
+
+
+def _holds_variant(data_type: Any) -> bool:
+    """Whether a Delta schema's type (its JSON form) is or holds a VARIANT."""
+    if isinstance(data_type, str):
+        return data_type == "variant"
+    inner = [f["type"] for f in data_type.get("fields", [])]
+    inner += [data_type[k] for k in ("elementType", "keyType", "valueType") if k in data_type]
+    return any(_holds_variant(t) for t in inner)
 
 
 def pending_changes(

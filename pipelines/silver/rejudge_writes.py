@@ -12,7 +12,7 @@ from __future__ import annotations
 from typing import Protocol
 
 from pyspark.sql import DataFrame, SparkSession
-from pyspark.sql.types import ArrayType, DataType, MapType, StructType
+from pyspark.sql.types import ArrayType, DataType, MapType, StructType, VariantType
 
 from pipelines.lakehouse.delta_tables import merge_into
 
@@ -44,26 +44,27 @@ def _quoted(name: str) -> str:
     return "`" + name.replace("`", "``") + "`"
 
 
-def _has_map(data_type: DataType) -> bool:
-    if isinstance(data_type, MapType):
+def _incomparable(data_type: DataType) -> bool:
+    """Whether the type is or holds a map or a VARIANT, which Spark cannot compare."""
+    if isinstance(data_type, MapType | VariantType):
         return True
     if isinstance(data_type, ArrayType):
-        return _has_map(data_type.elementType)
+        return _incomparable(data_type.elementType)
     if isinstance(data_type, StructType):
-        return any(_has_map(f.dataType) for f in data_type.fields)
+        return any(_incomparable(f.dataType) for f in data_type.fields)
     return False
 
 
 def differs(schema: StructType) -> str:
     """A MERGE condition: the target row `t` and the source row `s` differ in a column of
     `schema` other than `STAMP_COLUMNS` (null-safe; a column holding maps, which Spark
-    cannot compare, compared as JSON)."""
+    cannot compare, or VARIANTs, compared as JSON)."""
     same = []
     for f in schema.fields:
         if f.name in STAMP_COLUMNS:
             continue
         t, s = f"t.{_quoted(f.name)}", f"s.{_quoted(f.name)}"
-        if _has_map(f.dataType):
+        if _incomparable(f.dataType):
             t, s = f"to_json({t})", f"to_json({s})"
         same.append(f"{t} <=> {s}")
     return f"NOT ({' AND '.join(same)})" if same else "false"

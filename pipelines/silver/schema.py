@@ -28,6 +28,7 @@ from pyspark.sql.types import (
     StructField,
     StructType,
     TimestampType,
+    VariantType,
 )
 
 from pipelines.contract import (
@@ -78,6 +79,7 @@ _SIMPLE = {
     TypeKind.TIMESTAMP: TimestampType(),
     TypeKind.DATE: DateType(),
     TypeKind.JSON: StringType(),  # the value's JSON text
+    TypeKind.VARIANT: VariantType(),
 }
 _TEXT_MAP = MapType(StringType(), StringType())
 

@@ -16,7 +16,7 @@ into the text "42" for a string field.
 - string: a string; a field with `number_text` (pydantic's Decimal) also takes a number
   held exactly (an integer, or a decimal of at most 38 digits), as its JSON text.
 - date: a `yyyy-MM-dd` string. boolean: true or false. json: any value, kept as its JSON
-  text (`{"a":1}`, `"text"` with its quotes, `12.50`).
+  text (`{"a":1}`, `"text"` with its quotes, `12.50`). variant: any value, as a VARIANT.
 - struct: an object (its fields are read one by one, see `pipelines.silver.parse`); array,
   map: an array / an object whose elements all conform (JSON null elements stay null, or
   do not conform when the field's `items_nullable` is false).
@@ -94,6 +94,8 @@ def typed(variant: Column, kind: Column, field_type: FieldType) -> Column:
         return _text(variant, kind)
     if k is TypeKind.JSON:
         return F.when(present(kind), F.to_json(variant))
+    if k is TypeKind.VARIANT:
+        return F.when(present(kind), variant)
     if k in (TypeKind.INTEGER, TypeKind.LONG):
         spark_type = field_type.spark_sql
         return F.when(kind.isin(*INTEGER_KINDS), F.try_variant_get(variant, "$", spark_type))
@@ -217,6 +219,7 @@ def expected(field_type: FieldType) -> str:
     return {
         TypeKind.STRING: "a string",
         TypeKind.JSON: "any JSON value",
+        TypeKind.VARIANT: "any JSON value",
         TypeKind.INTEGER: "an integer of 32 bits",
         TypeKind.LONG: "an integer of 64 bits",  # larger ones: decimal(38,0) or json
         TypeKind.DOUBLE: "a number",

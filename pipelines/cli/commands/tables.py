@@ -85,6 +85,8 @@ def project_tables(project: Path) -> list[str]:
 
 def describe(session, table: str, path: str, sample: int) -> list[str]:
     """Lines describing the Delta table at `path`: its rows and version, then `sample` rows."""
+    from pyspark.sql import functions as F
+
     from pipelines.lakehouse.delta_tables import table_exists, table_version
 
     if not table_exists(session, path):
@@ -94,7 +96,10 @@ def describe(session, table: str, path: str, sample: int) -> list[str]:
         f"{table}: {frame.count()} rows (Delta version {table_version(session, path)}, {path})"
     ]
     if sample > 0:
-        shown = frame.limit(sample).toPandas().to_string(index=False, max_colwidth=40)
+        # A VARIANT (or a struct holding one) is shown as its JSON text.
+        readable = [F.to_json(c).alias(c) if "variant" in t else F.col(c) for c, t in frame.dtypes]
+        shown = frame.limit(sample).select(*readable).toPandas()
+        shown = shown.to_string(index=False, max_colwidth=40)
         lines += ["  " + line for line in shown.split("\n")]
     return lines
 

@@ -202,10 +202,12 @@ def test_a_pydantic_decimal_is_a_string_column_judged_as_a_number_or_the_declare
     assert not declared.constraints[0].numeric_text
 
 
-def test_a_property_with_no_type_keeps_its_json_text():
-    assert field({"title": "Anything"}).type == FieldType(TypeKind.JSON)
-    assert field({"type": "array"}).type == FieldType(TypeKind.ARRAY, element=FieldType("json"))
-    assert field({"type": "object"}).type == FieldType(TypeKind.MAP, element=FieldType("json"))
+def test_a_property_with_no_type_is_a_variant_unless_it_asks_for_json_text():
+    variant = FieldType(TypeKind.VARIANT)
+    assert field({"title": "Anything"}).type == variant
+    assert field({"type": "array"}).type == FieldType(TypeKind.ARRAY, element=variant)
+    assert field({"type": "object"}).type == FieldType(TypeKind.MAP, element=variant)
+    assert field({"x-jsl-type": "json"}).type == FieldType(TypeKind.JSON)
 
 
 def test_a_top_level_one_of_with_a_const_discriminator_is_one_event_type_each():
@@ -403,7 +405,7 @@ def test_a_pydantic_discriminated_union_reads_with_no_edit():
         "tags": "array<string>",
         "color": "string",
         "address": "struct",  # nested data stays nested
-        "extra": "json",
+        "extra": "variant",
         "meta": "map<long>",
         "ratio": "double",
         "email": "string",
@@ -466,7 +468,7 @@ def test_a_zod_schema_reads_with_no_edit_and_says_which_keywords_are_not_checked
         ("eventType", "string", None),
         ("note", "string", True),
         ("meta", "map<double>", None),
-        ("big", "json", None),  # no type: null is a value JSON Schema allows
+        ("big", "variant", None),  # no type: null is a value JSON Schema allows
     ]
     assert found.unknown_fields == "reject"
     # The column holds the parsed timestamp; zod's pattern on its text is the validator's.

@@ -10,6 +10,7 @@ from pipelines.contract import (
     Layout,
     NestedObjects,
     TypeKind,
+    WrittenTable,
     contract_from_json_schemas,
 )
 
@@ -112,7 +113,9 @@ def test_an_object_holding_the_envelope_is_flattened_so_the_envelope_is_columns(
 
 def test_a_table_keeps_the_layout_it_was_written_with():
     def written(recorded):
-        return Layout(written=lambda table: recorded.get(table))
+        return Layout(
+            written=lambda table: WrittenTable(recorded[table]) if table in recorded else None
+        )
 
     flat_table = {"silver/push": {"eventId": "event_id", "head_commit.id": "id"}}
     struct_table = {"silver/push": {"eventId": "event_id", "head_commit": "head_commit"}}
@@ -126,7 +129,7 @@ def test_a_table_keeps_the_layout_it_was_written_with():
     assert "head_commit" not in columns(read(root, written({"silver/push": {}})))
     # No table yet: structs. The explicit setting wins over the table.
     assert columns(read(root, written({})))[2:] == ["head_commit", "repo"]
-    explicit = Layout(NestedObjects.STRUCT, written=lambda table: flat_table[table])
+    explicit = Layout(NestedObjects.STRUCT, written=lambda table: WrittenTable(flat_table[table]))
     assert columns(read(root, explicit))[2:] == ["head_commit", "repo"]
 
 
@@ -170,3 +173,15 @@ def test_a_bad_x_jsl_flatten_names_its_place():
         read(schema(head_commit={**COMMIT, "x-jsl-flatten": "yes"}))
 
     assert "#/properties/head_commit/x-jsl-flatten: x-jsl-flatten is true" in str(raised.value)
+
+
+def test_a_union_is_a_variant_but_a_column_written_as_json_text_stays_json_text():
+    ref = {"oneOf": [{"type": "integer"}, {"type": "string", "format": "date-time"}]}
+    root = schema(ref=ref, extra={}, tags={"type": "array"}, raw={**ref, "x-jsl-type": "json"})
+    kinds = {f.column: str(f.type) for f in read(root).fields}
+
+    assert (kinds["ref"], kinds["extra"], kinds["tags"]) == ("variant", "variant", "array<variant>")
+    assert kinds["raw"] == "json"  # asked for
+    old = WrittenTable({"eventId": "event_id", "ref": "ref"}, frozenset({"event_id", "ref"}))
+    kinds = {f.column: str(f.type) for f in read(root, Layout(written=lambda table: old)).fields}
+    assert (kinds["ref"], kinds["extra"]) == ("json", "variant")  # as written / new

@@ -6,6 +6,7 @@ again, run, and check every table's exact contents and types, and that each bron
 exactly one table (`assert_each_bronze_row_once`).
 """
 
+import copy
 import shutil
 from decimal import Decimal
 
@@ -28,7 +29,7 @@ from pipelines.contract import (
 )
 from pipelines.contract.fingerprint import event_type_version
 from pipelines.lakehouse.watermarks import WatermarkStore
-from pipelines.silver.drift import written_columns
+from pipelines.silver.drift import written_table
 from pipelines.silver.evolution import (
     ChangeKind,
     OnSchemaChange,
@@ -295,15 +296,19 @@ PLACED_SCHEMA = {
         "data": {
             "type": "object",
             "required": ["orderId"],
-            "properties": {"orderId": {"type": "string"}, "quantity": {"type": "integer"}},
+            "properties": {
+                "orderId": {"type": "string"},
+                "quantity": {"type": "integer"},
+                "ref": {"oneOf": [{"type": "integer"}, {"type": "string"}]},
+            },
         },
     },
 }
 
 
-def _placed_from_schema(layout: Layout):
+def _placed_from_schema(layout: Layout, schema=PLACED_SCHEMA):
     return contract_from_json_schemas(
-        {"OrderPlaced": PLACED_SCHEMA},
+        {"OrderPlaced": schema},
         envelope=Envelope(event_type="eventType", event_id="eventId"),
         tables={"OrderPlaced": "silver/orders_placed"},
         layout=layout,
@@ -312,19 +317,24 @@ def _placed_from_schema(layout: Layout):
 
 def test_a_new_table_nests_objects_and_a_flattened_table_stays_flattened(spark, store, table_root):
     lakehouse = LakehouseResource(root=str(table_root))
-    as_written = Layout(written=lambda table: written_columns(lakehouse, table))
-    land(spark, table_root, [placed(1, quantity=2)], first_seq=1)
+    as_written = Layout(written=lambda table: written_table(lakehouse, table))
+    land(spark, table_root, [placed(1, quantity=2, ref=7)], first_seq=1)
 
-    # Before this layout existed every object was flattened: such a table stays so.
-    flat = _placed_from_schema(Layout(NestedObjects.FLATTEN))
+    # Before this layout existed every object was flattened and a union was JSON text: such
+    # a table stays so.
+    old = copy.deepcopy(PLACED_SCHEMA)
+    old["properties"]["data"]["properties"]["ref"]["x-jsl-type"] = "json"
+    flat = _placed_from_schema(Layout(NestedObjects.FLATTEN), old)
     run(spark, store, table_root, flat)
-    assert written_columns(lakehouse, "silver/orders_placed")["data.orderId"] == "order_id"
-    assert _placed_from_schema(as_written) == flat
-    land(spark, table_root, [placed(2, quantity=3)], first_seq=2)
+    assert written_table(lakehouse, "silver/orders_placed").columns["data.orderId"] == "order_id"
+    now = _placed_from_schema(as_written).event_type("OrderPlaced")
+    assert now.fields == flat.event_type("OrderPlaced").fields
+    land(spark, table_root, [placed(2, quantity=3, ref="r-8")], first_seq=2)
     result = run(spark, store, table_root, _placed_from_schema(as_written), run_id="run-2")
     assert result.schema_changes == ()
     path = _placed_path(table_root)
-    assert table(spark, path, "order_id", "quantity") == [("o1", 2), ("o2", 3)]
+    landed = [("o1", 2, "7"), ("o2", 3, '"r-8"')]
+    assert table(spark, path, "order_id", "quantity", "ref") == landed
 
     # A new table (none at the path yet) nests `data` in one struct column.
     shutil.rmtree(path)
@@ -332,6 +342,10 @@ def test_a_new_table_nests_objects_and_a_flattened_table_stays_flattened(spark, 
     assert [f.column for f in nested.event_type("OrderPlaced").fields][-1] == "data"
     rebuild(spark, store, table_root, nested)
     assert table(spark, path, "data.order_id", "data.quantity") == [("o1", 2), ("o2", 3)]
-    assert written_columns(lakehouse, "silver/orders_placed")["data"] == "data"
+    # The union of unlike types is a VARIANT, each value of its own JSON type.
+    refs = spark.read.format("delta").load(path).orderBy("seq")
+    refs = refs.selectExpr("schema_of_variant(data.ref)", "to_json(data.ref)")
+    assert [tuple(r) for r in refs.collect()] == [("BIGINT", "7"), ("STRING", '"r-8"')]
+    assert written_table(lakehouse, "silver/orders_placed").columns["data"] == "data"
     assert _placed_from_schema(as_written) == nested
     assert_each_bronze_row_once(spark, table_root, nested, store)
