@@ -25,6 +25,12 @@ def test_spark_writes_and_reads_a_delta_table_in_the_s3_server(spark, s3_lakehou
     listed = s3_server.filesystem().get_file_info(fs.FileSelector(f"{key}/_delta_log"))
     names = {info.base_name for info in listed}
     assert {"00000000000000000000.json", "00000000000000000001.json"} <= names
+    # Delta's default LogStore for s3a:// (none configured): safe for the writers of one
+    # driver only (docs/deploy.md says what keeps the project's runs to one writer a table).
+    assert spark.conf.get("spark.delta.logStore.s3a.impl", None) is None
+    delegating = spark._jvm.org.apache.spark.sql.delta.storage.DelegatingLogStore
+    store = delegating.getDefaultLogStoreClassName("s3a").get()
+    assert store == "io.delta.storage.S3SingleDriverLogStore"
 
 
 def test_the_s3_server_refuses_credentials_it_does_not_know(s3_server):
