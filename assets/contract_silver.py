@@ -46,6 +46,7 @@ import datetime as dt
 import time
 from collections.abc import Collection, Iterator, Mapping
 from dataclasses import dataclass
+from typing import NamedTuple
 
 from dagster import (
     AssetCheckEvaluation,
@@ -525,7 +526,7 @@ def _check_results(
     for the rules GX checks, else from the stage's failing rows (the check holds when at
     least `mostly` of the rows it judged do not break its rule); as recorded with the
     watermark when nothing was new. A `field_rules` check holds when each of its rules does."""
-    failures, expectations, checked, keywords = _verdict_inputs(result)
+    failures, expectations, checked, keywords, examples = _verdict_inputs(result)
     for check in checks:
         counted = failures.get(check.target, {})
         judged = [rule for rule in check.rules if rule.name in counted]
@@ -539,9 +540,9 @@ def _check_results(
         }
         # None: a `field_rules` recorded before it was counted (its rules' verdicts hold).
         failing = counted.get(check.name)
-        extra = {}
+        extra = _example_metadata(check, examples)
         if check.name == SCHEMA_VALID and keywords is not None:  # None: not recorded then
-            extra = _keyword_metadata(keywords.get(check.target, {}))
+            extra.update(_keyword_metadata(keywords.get(check.target, {})))
         yield _check_result(
             check, keys, result, failing=failing, rows=rows, verdicts=verdicts, mostly=mostly,
             extra=extra,
@@ -624,16 +625,38 @@ def _verdict(failing: int, rows: int | None, gx: dict | None, mostly: float) -> 
     return _Verdict(within_mostly(failing, rows, mostly), failing, None)
 
 
-def _verdict_inputs(result: ContractSilverResult) -> tuple[dict, dict, dict, dict | None]:
-    """Failing rows, GX outcomes, rows judged and failed schema keywords (None: a batch
-    recorded before they were), by check target: the batch's, or recorded."""
+class _Inputs(NamedTuple):
+    """What the checks' verdicts are made of: the batch's, or as recorded with the watermark."""
+
+    failures: dict  # check target -> rule -> failing rows
+    expectations: dict  # check target -> rule -> GX outcome
+    checked: dict  # check target -> rows judged
+    keywords: dict | None  # failed schema keywords (None: a batch recorded before they were)
+    examples: dict  # rule -> the first row breaking it ({}: none, or not recorded then)
+
+
+def _verdict_inputs(result: ContractSilverResult) -> _Inputs:
+    """The inputs of the checks' verdicts: the batch's, or recorded."""
     if result.processed:
-        return result.failures, result.expectations, result.checked, result.schema_failures
+        return _Inputs(
+            result.failures,
+            result.expectations,
+            result.checked,
+            result.schema_failures,
+            result.rule_examples,
+        )
     details = result.watermark.details if result.watermark else {}
     failures = recorded_failures(result.watermark) or {}
     keywords = details.get("schema_failures")
     keywords = keywords if isinstance(keywords, dict) else None  # recorded before they were
-    return failures, recorded_outcomes(details), recorded_checked(result.watermark), keywords
+    examples = details.get("rule_examples")
+    return _Inputs(
+        failures,
+        recorded_outcomes(details),
+        recorded_checked(result.watermark),
+        keywords,
+        examples if isinstance(examples, dict) else {},
+    )
 
 
 def _check_result(
@@ -689,6 +712,25 @@ def _check_result(
         description=description,
         metadata=metadata,
     )
+
+
+def _example_metadata(check: RuleCheck, examples: dict) -> dict[str, MetadataValue]:
+    """`example`: the first row of the batch that broke the check's rule (its seq and what
+    it broke, as the quarantine says it); for `field_rules`, `rule_examples`: one per rule
+    that flagged rows (`pipelines.silver.schema_verdicts.rule_examples`)."""
+    found = {
+        r.name: examples[r.name] for r in check.rules if isinstance(examples.get(r.name), dict)
+    }
+    if not found:
+        return {}
+    if check.name != FIELD_RULES:
+        row = next(iter(found.values()))
+        return {"example": MetadataValue.text(f"seq {row['seq']}: {row['example']}")}
+    lines = ["| rule | first row (seq) | what it broke |", "|---|---|---|"]
+    for name, row in sorted(found.items(), key=lambda item: item[1]["seq"])[:_RULES_SHOWN]:
+        broke = str(row["example"]).replace("|", "\\|")
+        lines.append(f"| {name} | {row['seq']} | {broke} |")
+    return {"rule_examples": MetadataValue.md("\n".join(lines))}
 
 
 def _shared_metadata(verdicts: dict[str, _Verdict], rules: int) -> dict[str, MetadataValue]:

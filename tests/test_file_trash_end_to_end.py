@@ -200,6 +200,10 @@ def test_a_known_mix_lands_with_exact_counts_checks_artifacts_and_no_change_on_r
         in checks["field_rules"].metadata["rule_failures"].value
     )
     assert checks["parseable_json"].metadata["failing_rows"].value == 3
+    # Each check that flagged rows shows the first such row (its seq, what it broke).
+    example = checks["parseable_json"].metadata["example"].value
+    assert example.startswith("seq ") and "parseable_json: " in example
+    assert "| deleted_at_not_in_future | " in checks["field_rules"].metadata["rule_examples"].value
     assert checks["known_event_type"].metadata["failing_rows"].value == 3
 
     # The artifacts: validation results, reports and a manifest naming what was written.

@@ -6,8 +6,9 @@ validator's errors for rows of such an event type, each the failing keyword's pl
 schema (`at`: `/definitions/commit/properties/timestamp/format`) and the message
 (`/head_commit/timestamp: "x" is not a "date-time"`), empty for the others and for text that
 is not JSON (rule `parseable_json` judges that). `schema_failures` counts a batch's rows per
-failing keyword, for `schema_valid`'s asset check. Each Python worker compiles a schema once
-and keeps it for the next batches.
+failing keyword, for `schema_valid`'s asset check, and `rule_examples` finds the first row
+breaking each rule, for every rule's check. Each Python worker compiles a schema once and
+keeps it for the next batches.
 """
 
 from __future__ import annotations
@@ -22,6 +23,7 @@ from pyspark.sql import functions as F
 from pipelines.contract import Contract
 from pipelines.contract.schema_check import SchemaCheck
 from pipelines.silver.layout import EVENT_TYPE, SCHEMA_ERRORS
+from pipelines.silver.rule_columns import failure_error
 
 MAX_ERRORS = 10  # per row; more are counted in one last entry (its `at` null)
 SCHEMA_ERROR = "array<struct<at:string,message:string>>"
@@ -105,7 +107,30 @@ def schema_failures(judged: DataFrame, contract: Contract) -> dict[str, dict[str
             # A place keeps its end (the keyword); two places alike there: the first, most
             # rows. A message keeps its start (a oneOf's holds the whole value).
             place = row["at"] if len(row["at"]) <= EXAMPLE else "..." + row["at"][3 - EXAMPLE :]
-            example = row["example"]
-            example = example if len(example) <= EXAMPLE else example[: EXAMPLE - 3] + "..."
-            kept.setdefault(place, {"rows": int(row["rows"]), "example": example})
+            kept.setdefault(place, {"rows": int(row["rows"]), "example": _cut(row["example"])})
     return found
+
+
+def rule_examples(judged: DataFrame, contract: Contract) -> dict[str, dict]:
+    """Per rule that a row of the batch broke, the first such row (lowest seq): `{rule:
+    {"seq": n, "example": error}}`, the row's `error` (every rule it broke, with details,
+    as the quarantine says it) cut to `EXAMPLE` characters; at most `MOST_FAILED_IN_ALL`
+    rules, those whose first row comes first. One Spark job over the rows that broke a rule.
+
+    Args:
+        judged: a frame of `judge`'s columns (`SilverBatch.judged`).
+        contract: the stream's event contract.
+    """
+    broken = judged.where(F.size("failed_rules") > 0).select(
+        "seq", F.explode("failed_rules").alias("rule"), failure_error(contract).alias("error")
+    )
+    first = broken.groupBy("rule").agg(F.min_by(F.struct("seq", "error"), "seq").alias("row"))
+    found = sorted(first.collect(), key=lambda r: (r["row"]["seq"], r["rule"]))
+    return {
+        r["rule"]: {"seq": int(r["row"]["seq"]), "example": _cut(r["row"]["error"] or "")}
+        for r in found[:MOST_FAILED_IN_ALL]
+    }
+
+
+def _cut(text: str) -> str:
+    return text if len(text) <= EXAMPLE else text[: EXAMPLE - 3] + "..."

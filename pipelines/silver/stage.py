@@ -52,7 +52,7 @@ from pipelines.silver.rejudge_intent import refuse_while_pending
 from pipelines.silver.route import SilverBatch, judge, routed_counts, split
 from pipelines.silver.rule_columns import silver_rules
 from pipelines.silver.schema import QUARANTINE_SCHEMA, silver_schema
-from pipelines.silver.schema_verdicts import schema_failures
+from pipelines.silver.schema_verdicts import rule_examples, schema_failures
 from resources.quality import QualitySuite, ValidationReport
 
 # Runs a suite on a frame: `DataQualityResource.validate_dataframe` with the run's settings.
@@ -129,6 +129,8 @@ class ContractSilverResult:
         schema_failures: event type -> the JSON Schema keywords its rows of this batch
             failed, with their rows and an example (`schema_failures`, for `schema_valid`);
             as recorded when nothing was new.
+        rule_examples: rule -> the first row of this batch breaking it, its seq and error
+            (`rule_examples`, for every rule's check); as recorded when nothing was new.
     """
 
     bronze_start: int | None  # None: nothing new
@@ -146,6 +148,7 @@ class ContractSilverResult:
     schema_changes: tuple[ColumnChange, ...] = ()
     contract_versions: dict[str, str] = field(default_factory=dict)
     schema_failures: dict[str, dict[str, dict]] = field(default_factory=dict)
+    rule_examples: dict[str, dict] = field(default_factory=dict)
 
     @property
     def processed(self) -> bool:
@@ -342,6 +345,8 @@ def run_contract_silver(
     batch = split(judged, contract, now=now, source_table=source_table)
     counts = _count(contract, batch, count)
     failed_keywords = schema_failures(batch.judged, contract)
+    broken = any(n for failing in counts.failures.values() for n in failing.values())
+    examples = rule_examples(batch.judged, contract) if broken else {}
     reports = {} if validate is None else _validate(contract, batch.candidates, validate, mostly)
     expectations = {name: rule_outcomes(report) for name, report in reports.items()}
     incoming = {**batch.tables, QUARANTINE: batch.quarantine}
@@ -370,6 +375,7 @@ def run_contract_silver(
             checked=counts.checked,
             expectations=expectations,
             schema_failures=failed_keywords,
+            rule_examples=examples,
         )
     )
     return ContractSilverResult(
@@ -388,6 +394,7 @@ def run_contract_silver(
         changes,
         {target: plan.fingerprint for target, plan in plans.items()},
         failed_keywords,
+        examples,
     )
 
 

@@ -146,6 +146,27 @@ def test_field_rules_holds_when_each_of_its_rules_does_and_tables_the_ones_that_
     assert not judged.passed and judged.metadata["verdict_from"].value == "great_expectations"
     assert judged.metadata["unexpected_rows"].value == 4
 
+    # Each rule's first breaking row: in field_rules' table, and in a rule's own check.
+    examples = {
+        "currency_in_allowed_values": {"seq": 4, "example": "currency_in_allowed_values: JPY"},
+        "amount_in_range": {"seq": 9, "example": "amount_in_range: a|b"},
+        "order_id_format": {"seq": 2, "example": "order_id_format: x"},
+    }
+    sampled = field_rules(1.0, rule_examples=examples)
+    assert sampled.metadata["rule_examples"].value.splitlines()[2:] == [
+        "| currency_in_allowed_values | 4 | currency_in_allowed_values: JPY |",
+        "| amount_in_range | 9 | amount_in_range: a\\|b |",
+    ]
+    result = ContractSilverResult(
+        1, 100, 3, 100, {}, NOTHING, failures=failures, checked=CHECKED, rule_examples=examples
+    )
+    (own,) = (
+        r
+        for r in _check_results(CHECKS, KEYS, result, 1.0)
+        if r.check_name == "order_id_format" and r.asset_key == KEYS["OrderPlaced"]
+    )
+    assert own.metadata["example"].value == "seq 2: order_id_format: x"
+
 
 def test_a_run_with_nothing_new_judges_by_what_the_watermark_recorded():
     recorded = Watermark(
