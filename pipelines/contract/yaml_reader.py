@@ -53,7 +53,7 @@ from pipelines.contract.constraints import (
     parse_duration,
 )
 from pipelines.contract.datatypes import parse_type
-from pipelines.contract.errors import ContractError, PathPart, located
+from pipelines.contract.errors import ContractError, PathPart, combined, located
 from pipelines.contract.event_types import EnvelopePreset
 from pipelines.contract.fields import SourceKind, field_source
 from pipelines.contract.model import (
@@ -132,7 +132,8 @@ def read_contract(path: str | Path, *, at: At = ()) -> Contract:
         The contract.
 
     Raises:
-        ContractError: naming the file, the line and the key path of the first problem.
+        ContractError: naming the file, the line and the key path of each broken field
+            and event type (`errors.combined`).
     """
     return contract_from_document(load_document(path), at=at)
 
@@ -148,7 +149,7 @@ def contract_from_dict(data: Mapping[str, Any], *, source: str | None = None) ->
         The contract.
 
     Raises:
-        ContractError: naming the key path of the first problem.
+        ContractError: naming the key path of each broken field and event type.
     """
     return contract_from_document(Document(data, source))
 
@@ -164,7 +165,8 @@ def contract_from_document(document: Document, *, at: At = ()) -> Contract:
         The contract.
 
     Raises:
-        ContractError: naming the file, the line and the key path of the first problem.
+        ContractError: naming the file, the line and the key path of each broken field
+            and event type (`errors.combined`).
     """
     return _Reader(document).contract(_value(document.data, at), at)
 
@@ -182,7 +184,8 @@ def read_derived(path: str | Path, *, at: At) -> dict[str, tuple[DerivedColumn, 
         Event type name -> its derived columns, in declaration order.
 
     Raises:
-        ContractError: naming the file, the line and the key path of the first problem.
+        ContractError: naming the file, the line and the key path of each broken field
+            and event type (`errors.combined`).
     """
     return _derived_of(load_document(path), at)
 
@@ -213,6 +216,7 @@ def _value(data: Any, at: At) -> Any:
 
 class _Reader:
     def __init__(self, document: Document) -> None:
+        self.problems: list[ContractError] = []  # every field's and event type's, reported at once
         self.document = document
 
     def at(self, path: At):
@@ -249,9 +253,17 @@ class _Reader:
         events = self.mapping(data.get("events"), (*at, "events"), None)
         if not events:
             raise self.fail("declare at least one event type under `events`", (*at, "events"))
-        event_types = [
-            self.event(name, spec, shared, (*at, "events", name)) for name, spec in events.items()
-        ]
+        event_types = []
+        for name, spec in events.items():
+            try:
+                event = self.event(name, spec, shared, (*at, "events", name))
+            except ContractError as error:  # reported with the others below
+                self.problems.append(error)
+                continue
+            if event is not None:
+                event_types.append(event)
+        if self.problems:
+            raise combined(self.problems)
         severities = self.mapping(data.get("severities"), (*at, "severities"), BUILTIN_RULES)
         version = data.get("version")
         if version is not None and not isinstance(version, str | int | float):
@@ -298,14 +310,18 @@ class _Reader:
             envelope = Envelope(*(data.get(key) for key in ENVELOPE_PATHS), preset=preset)
         return envelope, data
 
-    def event(self, name: str, spec: Any, shared: tuple[Field, ...], at: At) -> EventType:
+    def event(self, name: str, spec: Any, shared: tuple[Field, ...], at: At) -> EventType | None:
+        """The event type, or None when one of its fields is broken (in `problems`)."""
         spec = self.mapping(spec, at, EVENT_KEYS)
         subjects = spec.get("subjects", ())
         if isinstance(subjects, str):
             subjects = (subjects,)
         if not isinstance(subjects, list | tuple):
             raise self.fail(f"subjects is a list of subjects, got {subjects!r}", (*at, "subjects"))
+        known = len(self.problems)
         fields = (*shared, *self.fields(spec.get("fields"), (*at, "fields")))
+        if len(self.problems) > known:
+            return None
         derived = [
             self.derived(column, value, (*at, "derived", column))
             for column, value in self.mapping(spec.get("derived"), (*at, "derived"), None).items()
@@ -322,8 +338,14 @@ class _Reader:
             )
 
     def fields(self, value: Any, at: At) -> tuple[Field, ...]:
-        specs = self.mapping(value, at, None)
-        return tuple(self.field(path, spec, (*at, path)) for path, spec in specs.items())
+        """The fields that read; each broken one's error goes to `problems`."""
+        found = []
+        for path, spec in self.mapping(value, at, None).items():
+            try:
+                found.append(self.field(path, spec, (*at, path)))
+            except ContractError as error:
+                self.problems.append(error)
+        return tuple(found)
 
     def field(self, path: str, spec: Any, at: At) -> Field:
         if spec is None or isinstance(spec, str):

@@ -351,6 +351,26 @@ def test_errors_from_a_file_name_the_file_and_the_line(tmp_path):
     assert raised.value.path == ("events", "OrderPlaced", "fields", "data.amount", "type")
 
 
+def test_one_read_reports_every_broken_field_of_every_event_type_with_its_line(tmp_path):
+    path = tmp_path / "orders.yaml"
+    path.write_text(
+        "events:\n  OrderPlaced:\n    subjects: [orders.placed]\n    fields:\n"
+        "      data.amount: decimel(12,2)\n      data.qty: {type: long, pattern: '^1'}\n"
+        "      data.ok: string\n"
+        "  OrderShipped:\n    subjects: [orders.shipped]\n    fields:\n"
+        "      data.at: {type: timestmp}\n"
+    )
+
+    with pytest.raises(ContractError) as raised:
+        read_contract(path)
+
+    lines = str(raised.value).splitlines()
+    assert lines[0].startswith(f"{path}:5: events.OrderPlaced.fields['data.amount'].type: unknown")
+    assert lines[1] == "  and 2 more problem(s):"
+    assert lines[2].startswith(f"  - {path}:6: events.OrderPlaced.fields['data.qty'].pattern: ")
+    assert lines[3].startswith(f"  - {path}:11: events.OrderShipped.fields['data.at'].type: ")
+
+
 def test_a_type_a_flow_mapping_splits_at_its_comma_is_told_to_be_quoted(tmp_path):
     path = tmp_path / "orders.yaml"
     head = "events:\n  OrderPlaced:\n    subjects: [orders.placed]\n    fields:\n"
