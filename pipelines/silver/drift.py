@@ -81,7 +81,7 @@ def written_table(lakehouse, table: str) -> WrittenTable | None:
     """How `table` (a silver table's name) was last written, from its Delta log: each
     top-level field's JSON path -> its column, as its `jsl.contract.columns` property records
     it, and its columns whose type holds no VARIANT. None when the table does not exist, or
-    is not on a local filesystem. `pipelines.contract.Layout` reads it to keep the table's
+    its log cannot be read without Spark (`pipelines.lakehouse.delta_log`). `pipelines.contract.Layout` reads it to keep the table's
     layout."""
     try:
         state = read_table_state(lakehouse.table_path(table))
