@@ -4,8 +4,8 @@
 Each event type's silver table and the quarantine are read from their Delta log
 (`pipelines.lakehouse.delta_log`: the schema and the `jsl.contract.*` properties the last run
 recorded) and compared with what the contract wants (`pipelines.silver.evolution`). A table
-that does not exist yet differs in nothing (the first run creates it); a table not on a
-local filesystem (s3a://, abfss://, ...) is compared when the run starts, by Spark. Fields
+that does not exist yet differs in nothing (the first run creates it); a table whose log
+cannot be read without Spark (abfss://, gs://, ...) is compared when the run starts, by Spark. Fields
 made required are listed as notes: whether rows lack them takes a query, which the run makes
 before its first write.
 
