@@ -18,7 +18,8 @@ object schemas told apart by a const discriminator (one event type each).
                                                exactly: its text), a decimal-number pattern,
                                                the number's constraints judging the text
                                                exactly; with x-jsl-type, that type
-    no type (pydantic Any, {})                 json: the value's JSON text in a string column
+    no type (pydantic Any, {})                 variant: Spark's VARIANT (x-jsl-type: json:
+                                               the value's JSON text in a string column)
     type: [T, "null"], anyOf/oneOf [S, null],  T, nullable: a required nullable field must be
     nullable: true, null in enum               present and may be null
     type, enum or const without null           not nullable: JSON null on an optional field
@@ -62,7 +63,7 @@ object schemas told apart by a const discriminator (one event type each).
     x-jsl-severities: {rule: sev} (at the root) built-in rules' severities (quarantine or
                                                quarantine+block), as a contract's severities:
 
-A union of unlike types is the value's JSON text (a sentinel branch such as githubkit's
+A union of unlike types is a VARIANT (a sentinel branch such as githubkit's
 `<UNSET>` is dropped; branches of one JSON type are that type); flattened properties whose
 last keys share a column are named by their whole path (`__` between keys), struct members
 whose keys share a column (`ID`, `id`) by their key's checksum after it. Keywords no
@@ -150,11 +151,11 @@ class Layout:
     nested_objects: NestedObjects | None = None
     written: Callable[[str], WrittenTable | None] = lambda table: None
 
-    def flattens(self, table: str, path: str) -> bool:
-        """Whether the object at JSON `path` of `table`'s event type is flattened."""
+    def flattens(self, written: WrittenTable | None, path: str) -> bool:
+        """Whether the object at JSON `path` is flattened, in a table written as `written`
+        (`self.written(table)`)."""
         if self.nested_objects is not None:
             return self.nested_objects is NestedObjects.FLATTEN
-        written = self.written(table)
         if written is None:
             return False
         columns = written.columns
@@ -205,8 +206,8 @@ class SchemaReader(SchemaFields):
                 at,
             )
         table = (tables or {}).get(name) or f"silver/{snake_case(name)}"
-        self.flattened = lambda path: layout.flattens(table, path)
-        written = layout.written(table)
+        written = layout.written(table)  # read once per event type: it may read a Delta log
+        self.flattened = lambda path: layout.flattens(written, path)
         policies: list[tuple[bool, At]] = []
         columns: dict[str, At] = {}
         fields = self.flatten(schema, at, "", True, envelope, policies, columns)
