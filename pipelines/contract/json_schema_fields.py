@@ -124,12 +124,14 @@ class SchemaFields(SchemaConstraints):
             for key, prop, prop_at, is_required in self.properties(schema, at)
         ]
         shared = Counter(f.column.lower() for f in found)
-        return tuple(
-            replace(f, column=f"{f.column}_{zlib.crc32(f.path.encode()):08x}"[: len(f.column) + 7])
-            if shared[f.column.lower()] > 1 and f.column == default_column(f.path)
-            else f
-            for f in found
-        )
+
+        def apart(f: Field) -> Field:
+            if shared[f.column.lower()] < 2 or f.column != default_column(f.path):
+                return f  # its own column, or one someone named (x-jsl-column)
+            checksum = f"{zlib.crc32(f.path.encode()):08x}"[:6]
+            return replace(f, column=f"{f.column}_{checksum}")
+
+        return tuple(apart(f) for f in found)
 
     def annotation(self, fmt: object, at: At, kind: str) -> None:
         """A `format` silver has no rule for: the validator asserts it if it knows it, else
