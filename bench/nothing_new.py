@@ -12,6 +12,9 @@ store), with the file trash topology provisioned:
    `--settle` of them);
 3. `--runs` more launches, each with nothing new, are timed.
 
+With `--s3` the tables are in an embedded S3 server (SeaweedFS), as `jsl demo --s3` keeps
+them: the nothing-new launches read the Delta logs through the S3 API.
+
 Every launch is a `dg launch --assets '*'` subprocess, as `make demo` runs it, timed from
 start to exit (the CLI's start and the code location's load included); its CPU seconds are
 the subprocess tree's as reaped (`RUSAGE_CHILDREN`: the `dg` process; Spark's JVM, which
@@ -28,6 +31,7 @@ new; saves a JSON in `results/`.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import datetime as dt
 import json
 import os
@@ -41,7 +45,7 @@ from pathlib import Path
 
 from sampling import PhaseMonitor, python_speed_ms
 
-from pipelines.cli.demo import dagster_env, provision
+from pipelines.cli.demo import dagster_env, provision, s3_server
 from pipelines.file_trash.events import FILE_DELETED_SUBJECT, generate_file_deleted_events
 from pipelines.settings import Settings
 from resources.jetstream import EmbeddedNatsServer, JetStreamResource
@@ -137,6 +141,9 @@ def main(argv: list[str] | None = None) -> dict[str, object]:
     parser.add_argument("--runs", type=int, default=5, help="timed launches with nothing new")
     parser.add_argument("--settle", type=int, default=3, help="launches allowed to settle")
     parser.add_argument("--out", type=Path, default=None, help="results JSON path")
+    parser.add_argument(
+        "--s3", action="store_true", help="the tables in an embedded S3 server (as `jsl demo --s3`)"
+    )
     args = parser.parse_args(argv)
     stamp = dt.datetime.now(dt.timezone.utc).strftime("%Y%m%dT%H%M%SZ")
     out = args.out or REPO / "bench" / "results" / f"nothing-new-{stamp}.json"
@@ -147,11 +154,17 @@ def main(argv: list[str] | None = None) -> dict[str, object]:
         "started": stamp,
         "git": git_commit(),
         "events": args.events,
+        "tables": "s3" if args.s3 else "local",
         "python_speed_ms": python_speed_ms(),
         "loadavg_start": os.getloadavg(),
     }
     try:
-        with EmbeddedNatsServer(store_dir=settings.nats_store_dir) as server:
+        with (
+            contextlib.ExitStack() as s3,
+            EmbeddedNatsServer(store_dir=settings.nats_store_dir) as server,
+        ):
+            if args.s3:
+                _, settings = s3.enter_context(s3_server(settings))
             env = dagster_env(settings, server.url)
             with JetStreamResource(servers=server.url).client() as client:
                 provision(client)

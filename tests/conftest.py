@@ -89,22 +89,22 @@ os.environ.pop("AWS_PROFILE", None)
 # The slowest files, slowest first (`--durations=0` summed per file, 2026-11-26 21:19, on
 # 51f1c21): handed out first, so that no worker starts one while the others are almost done.
 SLOW_FIRST = (
+    "tests/pipelines/cli/test_demo.py",  # 188 s, + ~140 s for the S3 demo (#53)
     "tests/pipelines/silver/test_rejudge.py",  # 262 s
+    "tests/pipelines/silver/test_rejudge_killed.py",  # 143 s, + ~125 s on S3 (#53)
     "tests/test_install.py",  # 239 s: both ways of starting a project (2026-11-28, caches warm)
     "tests/ui/test_cli.py",  # 214 s
     "tests/cluster/test_spark_connect.py",  # 201 s
-    "tests/pipelines/cli/test_demo.py",  # 188 s
+    "tests/cluster/test_spark_standalone.py",  # 75 s, + ~130 s on S3 (#53)
     "tests/pipelines/ingest/test_cluster.py",  # 176 s
-    "tests/pipelines/silver/test_rejudge_killed.py",  # 143 s
+    "tests/assets/test_nothing_new_skips_spark.py",  # 70 s, + ~110 s on S3 (#53)
     "tests/pipelines/silver/test_evolution.py",  # 141 s
     "tests/pipelines/wiring/test_maintenance.py",  # 107 s
     "tests/pipelines/lakehouse/test_refresh.py",  # 107 s
     "tests/assets/test_contract_silver.py",  # 92 s
     "tests/pipelines/components/test_orders_end_to_end.py",  # 78 s
-    "tests/cluster/test_spark_standalone.py",  # 75 s
     "tests/pipelines/components/test_json_schema_end_to_end.py",  # 72 s
     "tests/pipelines/file_trash/test_silver.py",  # 71 s
-    "tests/assets/test_nothing_new_skips_spark.py",  # 70 s
     "tests/pipelines/ingest/test_crash_recovery.py",  # 66 s
     "tests/resources/test_quality_engines.py",  # 64 s
     "tests/assets/test_follow.py",  # 96 s on 2026-11-27, when every file took ~1.6x its time here

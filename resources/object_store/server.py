@@ -71,6 +71,7 @@ class EmbeddedS3Server:
     endpoint: S3Endpoint | None = field(init=False, default=None)
     _process: subprocess.Popen[bytes] | None = field(init=False, default=None, repr=False)
     _run_dir: Path | None = field(init=False, default=None, repr=False)
+    _ports: tuple[int, ...] = field(init=False, default=(), repr=False)
 
     @property
     def log_path(self) -> Path:
@@ -127,6 +128,7 @@ class EmbeddedS3Server:
             for attempt in range(1, START_ATTEMPTS + 1):
                 free = _free_ports(2 * len(PORTS))
                 ports = {name: (free[2 * i], free[2 * i + 1]) for i, name in enumerate(PORTS)}
+                self._ports = tuple(free)
                 self._launch(binary, config, ports)
                 self.endpoint = S3Endpoint(url=f"http://127.0.0.1:{ports['s3'][0]}")
                 if self._wait_until_ready() or attempt == START_ATTEMPTS:
@@ -243,6 +245,11 @@ class EmbeddedS3Server:
         except subprocess.TimeoutExpired:
             process.kill()
             process.wait(timeout=10)
+        # The Unix sockets its servers make beside their ports, which a kill leaves behind.
+        for port in self._ports:
+            for socket_file in Path(tempfile.gettempdir()).glob(f"seaweedfs-*-{port}.sock"):
+                socket_file.unlink(missing_ok=True)
+        self._ports = ()
 
     def _running(self) -> S3Endpoint:
         if self.endpoint is None:
