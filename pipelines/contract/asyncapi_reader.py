@@ -159,6 +159,7 @@ def contract_from_asyncapi(
                 with located(source, ("events", event.name)):
                     event = replace(event, derived=(*event.derived, *derived[event.name]))
             events.append(event)
+    reader.log_unknown_formats()
     names = [e.name for e in events]
     for index, name in enumerate(names):
         if name in names[:index]:

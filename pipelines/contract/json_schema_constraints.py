@@ -7,6 +7,7 @@ See `pipelines.contract.json_schema_reader` for the whole mapping.
 from __future__ import annotations
 
 import logging
+from collections import Counter
 from collections.abc import Mapping
 from dataclasses import replace
 from typing import Any
@@ -34,14 +35,18 @@ class SchemaConstraints(SchemaDocument):
     """Maps a property's keywords to constraints; what no column rule judges is delegated."""
 
     def unknown_format(self, fmt: object, kind: str) -> None:
-        """Logs a format nobody checks, once per format and document (an annotation)."""
-        logged = self.__dict__.setdefault("formats_logged", set())
-        if fmt not in logged:
-            logged.add(fmt)
-            where = f"{self.source}: " if self.source else ""
+        """Counts a format nobody checks (an annotation); `log_unknown_formats` says so."""
+        self.__dict__.setdefault("unknown_formats", Counter())[(str(fmt), kind)] += 1
+
+    def log_unknown_formats(self) -> None:
+        """One warning per format nobody checks and kind of value, with the places it is in
+        the document (then forgets them: a document is read once)."""
+        where = f"{self.source}: " if self.source else ""
+        for (fmt, kind), places in sorted(self.__dict__.pop("unknown_formats", {}).items()):
             LOG.warning(
                 "%sformat %r of a %s is not checked (an annotation: neither a column rule nor "
-                "the validator knows it)", where, fmt, kind,
+                "the validator knows it), in %d place%s", where, fmt, kind, places,
+                "" if places == 1 else "s",
             )  # fmt: skip
 
     def constraints(self, schema: Mapping, at: At, field_type: FieldType) -> tuple:

@@ -580,6 +580,7 @@ def _contract(
             }
             with located(source, ("events", event.name)):
                 events.append(replace(event, **{k: v for k, v in extra.items() if v}))
+        reader.log_unknown_formats()
     if problems:
         raise combined(problems)
     with located(source, ()):
