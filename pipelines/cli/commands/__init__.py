@@ -102,8 +102,9 @@ def jetstream_resource(args: argparse.Namespace, url: str) -> JetStreamResource:
 
 
 def written(path: str) -> bool:
-    """Whether a Delta table is at `path`, read from its log without Spark; a table root
-    this cannot read (s3a://, ...) counts as written, for Spark to tell."""
+    """Whether a Delta table is at `path`, read from its log without Spark (on the local disk
+    or through the S3 API); a table root this cannot read (abfss://, ...) counts as written,
+    for Spark to tell."""
     from pipelines.lakehouse.delta_log import TableLogError, read_table_version
 
     try:

@@ -111,7 +111,22 @@ def test_demo_with_s3_keeps_every_table_in_the_s3_server_with_exact_counts(
         access_key=os.environ["AWS_ACCESS_KEY_ID"],
         secret_key=os.environ["AWS_SECRET_ACCESS_KEY"],
     ) as server:
-        monkeypatch.setenv("JSL_SPARK_CONF", json.dumps(server.spark_conf()))
+        conf = {**json.loads(os.environ.get("JSL_SPARK_CONF") or "{}"), **server.spark_conf()}
+        monkeypatch.setenv("JSL_SPARK_CONF", json.dumps(conf))
+        # `jsl contract diff` reads the silver tables' logs through the S3 API, `jsl tables`
+        # counts them with Spark through S3A.
+        env = {
+            **os.environ,
+            "LAKEHOUSE_DATA_DIR": str(tmp_path),
+            "LAKEHOUSE_ROOT": server.root("lakehouse"),
+        }
+        jsl = str(Path(sys.executable).parent / "jsl")
+        diff = subprocess.run(
+            [jsl, "contract", "diff"], cwd=PROJECT, env=env, capture_output=True, text=True
+        )
+        listed = subprocess.run(
+            [jsl, "tables", "--sample", "0"], cwd=PROJECT, env=env, capture_output=True, text=True
+        )
         rows = {
             table: read_table_files(server.root(f"lakehouse/{table}")).rows
             for table in (
@@ -122,6 +137,11 @@ def test_demo_with_s3_keeps_every_table_in_the_s3_server_with_exact_counts(
                 "audit/audit_log",
             )
         }
+    assert diff.returncode == 0, diff.stdout + diff.stderr
+    assert "the tables fit the contract" in diff.stdout, diff.stdout
+    assert listed.returncode == 0, listed.stdout + listed.stderr
+    for table, count in (("bronze/file_events", 234), ("silver/quarantine", 6)):
+        assert f"{table}: {count} rows" in listed.stdout, listed.stdout
     assert rows == {
         "bronze/file_events": 234,
         "silver/file_deleted": 114,
