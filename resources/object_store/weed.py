@@ -49,6 +49,8 @@ def find_weed_binary() -> Path:
         S3ServerError: there is none (the message says how to get one).
     """
     if override := os.environ.get(BINARY_ENV):
+        if not os.access(override, os.X_OK):
+            raise S3ServerError(f"{BINARY_ENV}={override!r} is not an executable file")
         return Path(override)
     if installed_weed().is_file():
         return installed_weed()

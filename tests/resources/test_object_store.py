@@ -7,9 +7,10 @@ import os
 import pytest
 from pyarrow import fs
 
+from resources.object_store.errors import S3ServerError
 from resources.object_store.s3 import S3Endpoint, s3_filesystem, s3a_spark_conf
 from resources.object_store.server import EmbeddedS3Server
-from resources.object_store.weed import install_weed
+from resources.object_store.weed import find_weed_binary, install_weed
 
 
 def test_spark_writes_and_reads_a_delta_table_in_the_s3_server(spark, s3_lakehouse, s3_server):
@@ -82,3 +83,9 @@ def test_setup_builds_nothing_when_the_s3_server_is_there(tmp_path):
 
     assert install_weed(say=said.append, target=binary) == binary
     assert said == [f"[setup] SeaweedFS (S3 server for the tests and the demo): {binary}"]
+
+
+def test_a_weed_binary_named_in_the_environment_must_be_there(tmp_path, monkeypatch):
+    monkeypatch.setenv("JSL_WEED_BIN", str(tmp_path / "weed"))
+    with pytest.raises(S3ServerError, match=r"JSL_WEED_BIN=.* is not an executable file"):
+        find_weed_binary()
