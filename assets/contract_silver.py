@@ -717,10 +717,16 @@ def _check_result(
 def _example_metadata(check: RuleCheck, examples: dict) -> dict[str, MetadataValue]:
     """`example`: the first row of the batch that broke the check's rule (its seq and what
     it broke, as the quarantine says it); for `field_rules`, `rule_examples`: one per rule
-    that flagged rows (`pipelines.silver.schema_verdicts.rule_examples`)."""
-    found = {
-        r.name: examples[r.name] for r in check.rules if isinstance(examples.get(r.name), dict)
-    }
+    that flagged rows (`pipelines.silver.schema_verdicts.rule_examples`). A table's check
+    takes its event type's rows; the quarantine's, every row."""
+    events = [examples.get(check.target)] if check.target != QUARANTINE else examples.values()
+    found: dict[str, dict] = {}
+    for by_rule in events:
+        for rule in check.rules:
+            row = by_rule.get(rule.name) if isinstance(by_rule, dict) else None
+            earlier = found.get(rule.name)
+            if isinstance(row, dict) and (earlier is None or row["seq"] < earlier["seq"]):
+                found[rule.name] = row
     if not found:
         return {}
     if check.name != FIELD_RULES:

@@ -5,9 +5,9 @@ Each event type's silver table and the quarantine are read from their Delta log
 (`pipelines.lakehouse.delta_log`: the schema and the `jsl.contract.*` properties the last run
 recorded) and compared with what the contract wants (`pipelines.silver.evolution`). A table
 that does not exist yet differs in nothing (the first run creates it); a table whose log
-cannot be read without Spark (abfss://, gs://, ...) is compared when the run starts, by Spark. Fields
-made required are listed as notes: whether rows lack them takes a query, which the run makes
-before its first write.
+cannot be read without Spark (abfss://, gs://, ...) is compared when the run starts, by
+Spark. Fields made required are listed as notes: whether rows lack them takes a query, which
+the run makes before its first write.
 
 Derived columns declared without a type take Spark to resolve; they are left out of the
 comparison here (the run compares them).
@@ -81,8 +81,8 @@ def written_table(lakehouse, table: str) -> WrittenTable | None:
     """How `table` (a silver table's name) was last written, from its Delta log: each
     top-level field's JSON path -> its column, as its `jsl.contract.columns` property records
     it, and its columns whose type holds no VARIANT. None when the table does not exist, or
-    its log cannot be read without Spark (`pipelines.lakehouse.delta_log`). `pipelines.contract.Layout` reads it to keep the table's
-    layout."""
+    its log cannot be read without Spark (`pipelines.lakehouse.delta_log`).
+    `pipelines.contract.Layout` reads it to keep the table's layout."""
     try:
         state = read_table_state(lakehouse.table_path(table))
     except TableLogError:

@@ -111,25 +111,33 @@ def schema_failures(judged: DataFrame, contract: Contract) -> dict[str, dict[str
     return found
 
 
-def rule_examples(judged: DataFrame, contract: Contract) -> dict[str, dict]:
-    """Per rule that a row of the batch broke, the first such row (lowest seq): `{rule:
-    {"seq": n, "example": error}}`, the row's `error` (every rule it broke, with details,
-    as the quarantine says it) cut to `EXAMPLE` characters; at most `MOST_FAILED_IN_ALL`
-    rules, those whose first row comes first. One Spark job over the rows that broke a rule.
+def rule_examples(judged: DataFrame, contract: Contract) -> dict[str, dict[str, dict]]:
+    """Per event type (its name as the row says it, "" for none) and rule that a row of the
+    batch broke, the first such row (lowest seq): `{event type: {rule: {"seq": n, "example":
+    error}}}`, the row's `error` (every rule it broke, with details, as the quarantine says
+    it) cut to `EXAMPLE` characters; at most `MOST_FAILED_IN_ALL` in all, those whose first
+    row comes first. One Spark job over the rows that broke a rule.
 
     Args:
         judged: a frame of `judge`'s columns (`SilverBatch.judged`).
         contract: the stream's event contract.
     """
     broken = judged.where(F.size("failed_rules") > 0).select(
-        "seq", F.explode("failed_rules").alias("rule"), failure_error(contract).alias("error")
+        F.coalesce(F.col(EVENT_TYPE), F.lit("")).alias("event_type"),
+        "seq",
+        F.explode("failed_rules").alias("rule"),
+        failure_error(contract).alias("error"),
     )
-    first = broken.groupBy("rule").agg(F.min_by(F.struct("seq", "error"), "seq").alias("row"))
-    found = sorted(first.collect(), key=lambda r: (r["row"]["seq"], r["rule"]))
-    return {
-        r["rule"]: {"seq": int(r["row"]["seq"]), "example": _cut(r["row"]["error"] or "")}
-        for r in found[:MOST_FAILED_IN_ALL]
-    }
+    first = broken.groupBy("event_type", "rule").agg(
+        F.min_by(F.struct("seq", "error"), "seq").alias("row")
+    )
+    found: dict[str, dict[str, dict]] = {}
+    for r in sorted(first.collect(), key=lambda r: (r["row"]["seq"], r["rule"]))[
+        :MOST_FAILED_IN_ALL
+    ]:
+        example = {"seq": int(r["row"]["seq"]), "example": _cut(r["row"]["error"] or "")}
+        found.setdefault(r["event_type"], {})[r["rule"]] = example
+    return found
 
 
 def _cut(text: str) -> str:

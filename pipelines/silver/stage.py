@@ -129,8 +129,9 @@ class ContractSilverResult:
         schema_failures: event type -> the JSON Schema keywords its rows of this batch
             failed, with their rows and an example (`schema_failures`, for `schema_valid`);
             as recorded when nothing was new.
-        rule_examples: rule -> the first row of this batch breaking it, its seq and error
-            (`rule_examples`, for every rule's check); as recorded when nothing was new.
+        rule_examples: event type -> rule -> the first row of this batch breaking it, its
+            seq and error (`rule_examples`, for every rule's check); as recorded when
+            nothing was new.
     """
 
     bronze_start: int | None  # None: nothing new
@@ -148,7 +149,7 @@ class ContractSilverResult:
     schema_changes: tuple[ColumnChange, ...] = ()
     contract_versions: dict[str, str] = field(default_factory=dict)
     schema_failures: dict[str, dict[str, dict]] = field(default_factory=dict)
-    rule_examples: dict[str, dict] = field(default_factory=dict)
+    rule_examples: dict[str, dict[str, dict]] = field(default_factory=dict)
 
     @property
     def processed(self) -> bool:

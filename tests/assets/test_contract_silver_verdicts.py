@@ -148,9 +148,13 @@ def test_field_rules_holds_when_each_of_its_rules_does_and_tables_the_ones_that_
 
     # Each rule's first breaking row: in field_rules' table, and in a rule's own check.
     examples = {
-        "currency_in_allowed_values": {"seq": 4, "example": "currency_in_allowed_values: JPY"},
-        "amount_in_range": {"seq": 9, "example": "amount_in_range: a|b"},
-        "order_id_format": {"seq": 2, "example": "order_id_format: x"},
+        "OrderPlaced": {
+            "currency_in_allowed_values": {"seq": 4, "example": "currency_in_allowed_values: JPY"},
+            "amount_in_range": {"seq": 9, "example": "amount_in_range: a|b"},
+            "order_id_format": {"seq": 2, "example": "order_id_format: x"},
+        },
+        # A rule of two event types: each table's check shows its own rows.
+        "OrderShipped": {"order_id_format": {"seq": 1, "example": "order_id_format: y"}},
     }
     sampled = field_rules(1.0, rule_examples=examples)
     assert sampled.metadata["rule_examples"].value.splitlines()[2:] == [
