@@ -24,6 +24,7 @@ import argparse
 import datetime as dt
 import os
 import secrets
+import shutil
 import statistics
 import tempfile
 import time
@@ -106,6 +107,14 @@ def main(argv: list[str] | None = None) -> dict[str, object]:
         AWS_ACCESS_KEY_ID=f"bench{secrets.token_hex(4)}",
         AWS_SECRET_ACCESS_KEY=secrets.token_hex(16),
     )
+    try:
+        return measure(args, scratch)
+    finally:
+        shutil.rmtree(scratch, ignore_errors=True)
+
+
+def measure(args: argparse.Namespace, scratch: Path) -> dict[str, object]:
+    """The rounds, in `scratch`; prints and returns the medians and the ratios."""
     with (
         EmbeddedS3Server(
             data_dir=scratch / "s3",
