@@ -16,6 +16,7 @@ from pathlib import Path
 from dagster import DagsterInstance, DagsterRunStatus, RunsFilter
 
 from pipelines.cli.supervise import stop_group
+from pipelines.lakehouse.delta_log import read_table_version
 from tests.pipelines.ingest.harness import publish_events
 
 PROJECT = Path(__file__).resolve().parents[2]
@@ -151,10 +152,10 @@ def wait_for_runs(instance, daemon, log, spark, ingest, table_root, published):
         time.sleep(2)
 
 
-def landed(spark, path: Path) -> list[int]:
-    """The sequences in the bronze table at `path`, sorted ([] before its first commit: a
-    killed run may leave an empty `_delta_log`)."""
-    if not any((path / "_delta_log").glob("*.json")):
+def landed(spark, path: Path | str) -> list[int]:
+    """The sequences in the bronze table at `path` (a folder or an `s3a://` URI), sorted ([]
+    before its first commit: a killed run may leave an empty `_delta_log`)."""
+    if read_table_version(str(path)) is None:
         return []
     rows = spark.read.format("delta").load(str(path)).select("seq").collect()
     return sorted(row.seq for row in rows)
