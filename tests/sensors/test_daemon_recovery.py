@@ -14,6 +14,7 @@ reports at the defaults.
 import time
 from pathlib import Path
 
+import pytest
 from dagster import DagsterEventType, DagsterInstance, DagsterRunStatus, RunsFilter
 
 from pipelines.cli.supervise import stop_group
@@ -32,13 +33,15 @@ from tests.sensors.test_daemon import (
 LEASE_TTL = 15  # seconds: beats every 5 s, 10 s of margin on a busy machine's sqlite
 
 
+# On S3 too: a run killed after planning, and its recovery, with the table in the S3 server.
+@pytest.mark.parametrize("any_root", ["local", "s3"], indirect=True)
 def test_runs_killed_mid_ingest_are_marked_failed_and_their_ranges_land_exactly_once(
-    js, spark, ingest, nats_server, tmp_path
+    js, spark, ingest, nats_server, tmp_path, any_root
 ):
     home = tmp_path / "dagster_home"
     home.mkdir()
     (home / "dagster.yaml").write_text(DAGSTER_YAML)
-    table_root = tmp_path / "lakehouse"
+    table_root = any_root
     armed = tmp_path / "kill-armed"
     env = daemon_env(
         home,
@@ -74,7 +77,17 @@ def test_runs_killed_mid_ingest_are_marked_failed_and_their_ranges_land_exactly_
             wait_until(lambda: not armed.exists(), instance, ingest_id, daemon, log)
             kills.append(time.time())
             wait_until(lambda: landed(spark, path) == published, instance, ingest_id, daemon, log)
-            records = instance.get_run_records(RunsFilter(tags={"jsl/ingest": ingest_id}))
+            # The recovery's rows are in before its run ends (its consumer move, checkpoint and
+            # lease release come after the commit): wait for every run to finish.
+            ingest_runs = RunsFilter(tags={"jsl/ingest": ingest_id})
+            wait_until(
+                lambda: all(r.is_finished for r in instance.get_runs(ingest_runs)),
+                instance,
+                ingest_id,
+                daemon,
+                log,
+            )
+            records = instance.get_run_records(ingest_runs)
             failures = {
                 record.dagster_run.run_id: instance.all_logs(
                     record.dagster_run.run_id, of_type=DagsterEventType.RUN_FAILURE
