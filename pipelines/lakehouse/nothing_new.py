@@ -6,8 +6,8 @@ state, and the Delta logs of the tables, on the local disk or in S3
 (`pipelines.lakehouse.delta_log`). When that says nothing is new, the stage reports so and
 Spark is never started (a run with nothing new costs seconds, not a JVM). When it cannot tell
 (a table on another object store, a log it cannot read, a statistic missing) or something is
-new, the stage runs as before, with Spark, and decides there. A finding is never a guess: whatever is "nothing new" here, the
-Spark path finds nothing new in too.
+new, the stage runs as before, with Spark, and decides there. A finding is never a guess:
+whatever is "nothing new" here, the Spark path finds nothing new in too.
 """
 
 from __future__ import annotations
