@@ -22,8 +22,10 @@ from tests.pipelines.ingest.harness import make_ingest, publish_events
 PIPELINE_TESTS = (
     "tests/test_file_trash_end_to_end.py::"
     "test_a_known_mix_lands_with_exact_counts_checks_artifacts_and_no_change_on_rerun",
+    # Its local root: the S3 variant sets S3A's endpoint on the session's Hadoop
+    # configuration, which a Connect client has no handle on (Connect on S3: not run yet).
     "tests/pipelines/wiring/test_maintenance.py::"
-    "test_maintenance_compacts_small_files_and_keeps_every_row",
+    "test_maintenance_compacts_small_files_and_keeps_every_row[local]",
 )
 
 
