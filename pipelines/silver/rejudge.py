@@ -6,6 +6,8 @@ judges the quarantined rows again, `jsl silver rebuild` every row of a seq range
 the stage's invariant: each bronze row with seq <= the stage's watermark is in exactly one of
 the silver tables or the quarantine.
 
+0. The run takes the stage's writer lease (`pipelines.silver.writer`), waiting for a stage
+   run or another rejudge writing the tables, and holds it to the end.
 1. A rejudge pending for the stage (its intent still in KV, `rejudge_intent`) is finished
    first, from the versions it pinned; one still running makes this run fail, writing
    nothing.
@@ -63,6 +65,7 @@ from pipelines.silver.rejudge_intent import (
     Selection,
     begin,
     kept,
+    refuse_while_held,
     take_over,
     utc_now,
 )
@@ -76,6 +79,7 @@ from pipelines.silver.stage import (
     quarantine_table,
     table_plans,
 )
+from pipelines.silver.writer import DEFAULT_WAIT, writing
 
 
 @dataclass(frozen=True)
@@ -228,6 +232,7 @@ def rejudge(
     quarantine_name: str | None = None,
     writes: Mapping[str, TableWrites] | None = None,
     lease_ttl: float = 30.0,
+    writer_wait: float = DEFAULT_WAIT,
     clock: Clock = utc_now,
 ) -> RejudgeResult:
     """Judges the selected, already-processed bronze rows again under `contract`.
@@ -252,8 +257,11 @@ def rejudge(
             (`rejudge_writes.TableWrites`); MERGE where not given.
         lease_ttl: seconds the intent's lease lasts from its last renewal (before each write,
             and every third of it while the run lives): a run killed mid-way holds off
-            others until then.
-        clock: the current time, for the lease.
+            others until then. The stage's writer lease (`pipelines.silver.writer`) has
+            the same TTL.
+        writer_wait: seconds to wait for a stage run (or another rejudge) writing the
+            stage's tables before stopping with nothing written.
+        clock: the current time, for the leases.
 
     Returns:
         What moved where. An interrupted rejudge with the same selection and watermark
@@ -266,47 +274,63 @@ def rejudge(
         SchemaChangeError: the contract no longer fits a table in a way `policy` does not
             apply (nothing is written).
         RejudgeInProgressError: another run is rejudging the stage; nothing was written.
+        SilverBusyError: a stage run (or another rejudge) wrote the stage's tables for all
+            of `writer_wait`; nothing was written.
         RejudgeLostError: this run's lease expired and another run took over; it finishes.
     """
     _check_arguments(contract, stream, table_paths, stage, run_id, now, selection, lease_ttl)
-    plans = table_plans(
-        contract,
-        spark,
-        table_paths=table_paths,
-        quarantine_path=quarantine_path,
-        quarantine_name=quarantine_name or quarantine_table(stream),
-        policy=policy,
-    )
-    job = _Job(spark, contract, stream, plans, bronze_path, writes or {})
-    bucket = watermarks.bucket
-    pending = take_over(bucket, stage, holder=run_id, ttl=lease_ttl, clock=clock)
-    if pending is not None:
-        if pending.intent.stream != stream:
-            pending.abandon()
-            raise ValueError(
-                f"stage {stage!r} has a pending rejudge of stream {pending.intent.stream!r}, "
-                f"not {stream!r}: run it with that stream"
-            )
-        finished = replace(_run(job, pending, resume=True), resumed=True)
-        same = pending.intent.selection == selection
-        if same and pending.intent.upto == watermarks.load(stage).position:
-            return finished
-    upto = watermarks.load(stage).position
-    bronze_version = table_version(spark, bronze_path)
-    if bronze_version is None or upto == 0:
-        nothing = dict.fromkeys(plans, 0)
-        return RejudgeResult(
-            0, nothing, {}, 0, {}, {}, upto, bronze_version, run_id, pending is not None
+    # The stage's writer lease, held throughout: no stage run or other rejudge writes the
+    # tables meanwhile (the intent below is recorded, taken over and finished under it).
+    what = "quarantine retry" if selection.quarantined_only else "silver rebuild"
+    refuse_while_held(watermarks.bucket, stage, clock)  # at once, not after the wait
+    with writing(
+        watermarks.bucket,
+        stage,
+        holder=run_id,
+        what=what,
+        ttl=lease_ttl,
+        wait=writer_wait,
+        clock=clock,
+    ) as writer:
+        plans = table_plans(
+            contract,
+            spark,
+            table_paths=table_paths,
+            quarantine_path=quarantine_path,
+            quarantine_name=quarantine_name or quarantine_table(stream),
+            policy=policy,
         )
-    versions = job.prepare(selection)
-    pinned = tuple(PinnedTable(t, plans[t].path, versions[t]) for t in plans)
-    intent = Intent(
-        stage, stream, selection, run_id, now, upto, bronze_version, pinned, source_table,
-        contract_version(contract), run_id,
-    )  # fmt: skip
-    claim = begin(bucket, intent, ttl=lease_ttl, clock=clock)
-    result = _run(job, claim, resume=False)
-    return replace(result, resumed=pending is not None)
+        job = _Job(spark, contract, stream, plans, bronze_path, writes or {})
+        bucket = watermarks.bucket
+        pending = take_over(bucket, stage, holder=run_id, ttl=lease_ttl, clock=clock)
+        if pending is not None:
+            if pending.intent.stream != stream:
+                pending.abandon()
+                raise ValueError(
+                    f"stage {stage!r} has a pending rejudge of stream {pending.intent.stream!r}, "
+                    f"not {stream!r}: run it with that stream"
+                )
+            finished = replace(_run(job, pending, resume=True), resumed=True)
+            same = pending.intent.selection == selection
+            if same and pending.intent.upto == watermarks.load(stage).position:
+                return finished
+        upto = watermarks.load(stage).position
+        bronze_version = table_version(spark, bronze_path)
+        if bronze_version is None or upto == 0:
+            nothing = dict.fromkeys(plans, 0)
+            return RejudgeResult(
+                0, nothing, {}, 0, {}, {}, upto, bronze_version, run_id, pending is not None
+            )
+        writer.fence()
+        versions = job.prepare(selection)
+        pinned = tuple(PinnedTable(t, plans[t].path, versions[t]) for t in plans)
+        intent = Intent(
+            stage, stream, selection, run_id, now, upto, bronze_version, pinned, source_table,
+            contract_version(contract), run_id,
+        )  # fmt: skip
+        claim = begin(bucket, intent, ttl=lease_ttl, clock=clock)
+        result = _run(job, claim, resume=False)
+        return replace(result, resumed=pending is not None)
 
 
 def _run(job: _Job, claim: IntentClaim, *, resume: bool) -> RejudgeResult:

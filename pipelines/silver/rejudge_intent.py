@@ -404,6 +404,18 @@ def refuse_while_pending(bucket: KeyValueBucket, stage: str) -> None:
     )
 
 
+def refuse_while_held(bucket: KeyValueBucket, stage: str, clock: Clock) -> None:
+    """For a rejudge, before it waits for the stage's writer lease: raises at once while a
+    living run holds the stage's intent (one interrupted is taken over after, `take_over`).
+
+    Raises:
+        RejudgeInProgressError: naming the holder, the stage and the bucket.
+    """
+    entry = bucket.try_get(intent_key(stage))
+    if entry is not None and (pending := Intent.from_bytes(entry.value)).held(clock()):
+        raise _in_progress(bucket, stage, pending)
+
+
 def begin(bucket: KeyValueBucket, intent: Intent, *, ttl: float, clock: Clock) -> IntentClaim:
     """Records a new intent held by `intent.holder` (create-only).
 

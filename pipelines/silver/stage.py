@@ -3,8 +3,10 @@
 One run, usable without Dagster (`assets/contract_silver.py` is a thin wrapper), for any
 stream with a contract (the file trash's FILE_EVENTS among them):
 
-1. load the stage's watermark (the highest bronze sequence processed) from a KV bucket
-   (and stop if a retry or rebuild of the stage is under way, `pipelines.silver.rejudge`);
+1. take the stage's writer lease (`pipelines.silver.writer`: one run writes the stream's
+   silver tables at a time, held to the end), and load the stage's watermark (the highest
+   bronze sequence processed) from a KV bucket (and stop if a retry or rebuild of the stage
+   is under way or was interrupted, `pipelines.silver.rejudge`);
 2. take the stream's bronze rows after it, from one pinned version of the bronze table, and
    bring every table to the contract before writing a row (create it, or evolve it as the
    policy allows; a refused change stops the run: `pipelines.silver.evolution`);
@@ -53,6 +55,7 @@ from pipelines.silver.route import SilverBatch, judge, routed_counts, split
 from pipelines.silver.rule_columns import silver_rules
 from pipelines.silver.schema import QUARANTINE_SCHEMA, silver_schema
 from pipelines.silver.schema_verdicts import rule_examples, schema_failures
+from pipelines.silver.writer import DEFAULT_WAIT, writing
 from resources.quality import QualitySuite, ValidationReport
 
 # Runs a suite on a frame: `DataQualityResource.validate_dataframe` with the run's settings.
@@ -253,6 +256,7 @@ def run_contract_silver(
     mostly: float = 1.0,
     policy: Policy = OnSchemaChange.EVOLVE,
     quarantine_name: str | None = None,
+    writer_wait: float = DEFAULT_WAIT,
 ) -> ContractSilverResult:
     """Processes the stream's bronze rows the stage has not processed yet.
 
@@ -275,6 +279,8 @@ def run_contract_silver(
             for every event type or per event type name (EVOLVE where not named).
         quarantine_name: the quarantine table's name in reports; default
             `quarantine_table(stream)`.
+        writer_wait: seconds to wait for another run writing the stage's tables (its
+            writer lease, `pipelines.silver.writer`) before stopping.
 
     Returns:
         What was read, written, quarantined and counted.
@@ -286,117 +292,128 @@ def run_contract_silver(
             apply (nothing is written, the watermark stays).
         RejudgeInProgressError: a retry or rebuild of the stage is under way or was
             interrupted (`pipelines.silver.rejudge`); nothing is written.
+        SilverBusyError: another run wrote the stage's tables for all of `writer_wait`;
+            nothing is written.
         WatermarkConflictError: another run moved the watermark meanwhile (run again).
     """
     check_table_paths(contract, table_paths)
     if now.tzinfo is None or not run_id:
         raise ValueError(f"now must be timezone-aware and run_id non-empty: {now!r}, {run_id!r}")
-    watermark = watermarks.load(stage)
+    # The stage's writer lease, held from before the watermark is read to after it moves:
+    # no other run writes these tables meanwhile, and no retry or rebuild begins. A rejudge
+    # holds it while it runs: the stage stops at once then, rather than after the wait.
     refuse_while_pending(watermarks.bucket, stage)
-    version = table_version(spark, bronze_path)
-    nothing = MergeOutcome(0, None)
-    empty = {name: nothing for name in table_paths}
-    idle = ContractSilverResult(None, None, version, 0, empty, nothing, watermark=watermark)
-    if version is None:
-        return idle
-    rows = (
-        spark.read.format("delta")
-        .option("versionAsOf", version)
-        .load(bronze_path)
-        .where((F.col("stream") == stream) & (F.col("seq") > watermark.position))
-        .select(*BRONZE_SCHEMA.fieldNames())
-    )
-    first, last, count = rows.agg(F.min("seq"), F.max("seq"), F.count("*")).first()
-    if not count:
-        return idle
-    # Every table the stage writes: each event type's (in the contract's order), then
-    # the quarantine (key QUARANTINE). Each table's log is read here (creating the table
-    # if missing), then again only after a merge into it. The counts that let a merge be
-    # skipped are of frames that give the same rows when Spark computes them again
-    # (`merge_new_rows`' `count`).
-    plans = table_plans(
-        contract,
-        spark,
-        table_paths=table_paths,
-        quarantine_path=quarantine_path,
-        quarantine_name=quarantine_name or quarantine_table(stream),
-        policy=policy,
-    )
-    paths = {target: plan.path for target, plan in plans.items()}
-    schemas = {target: plan.schema for target, plan in plans.items()}
-    # Each table made to fit the contract (created, or evolved) before any row is
-    # written; a change the policy refuses stops the run here, with nothing written.
-    ready = prepare_tables(spark, list(plans.values()), stream=stream)
-    versions = {target: ready[plan.name][0] for target, plan in plans.items()}
-    changes = tuple(c for plan in plans.values() for c in ready[plan.name][1])
-    tables = {target: spark.read.format("delta").load(path) for target, path in paths.items()}
-    quarantined_before = tables.pop(QUARANTINE)
-    # The parsed rows, the prior keys and the judged batch are computed once each and kept
-    # (`localCheckpoint`): every later job reads them, none reads a table again. Cached
-    # frames would not do: a merge drops every cached frame built on the table it writes,
-    # and the judged batch is built on the prior keys, which read the silver tables, so
-    # each merge would have Spark judge the batch again from the bronze read on. A
-    # checkpoint is one request and needs no release: Spark frees it once nothing refers to
-    # its frame (docs/silver.md).
-    parsed = parse_events(rows, contract).localCheckpoint()
-    keys = F.broadcast(event_keys(parsed, contract))
-    prior = colliding_keys(keys, contract, tables, quarantined_before).localCheckpoint()
-    judged = judge(parsed, contract, prior, run_id=run_id, now=now).localCheckpoint()
-    # Every frame below is a projection of the judged batch.
-    batch = split(judged, contract, now=now, source_table=source_table)
-    counts = _count(contract, batch, count)
-    failed_keywords = schema_failures(batch.judged, contract)
-    broken = any(n for failing in counts.failures.values() for n in failing.values())
-    examples = rule_examples(batch.judged, contract) if broken else {}
-    reports = {} if validate is None else _validate(contract, batch.candidates, validate, mostly)
-    expectations = {name: rule_outcomes(report) for name, report in reports.items()}
-    incoming = {**batch.tables, QUARANTINE: batch.quarantine}
-    refuse_while_pending(watermarks.bucket, stage)  # again: one may have begun since
-    merged = {
-        target: merge_new_rows(
+    with writing(
+        watermarks.bucket, stage, holder=run_id, what="silver stage run", wait=writer_wait
+    ) as writer:
+        watermark = watermarks.load(stage)
+        refuse_while_pending(watermarks.bucket, stage)
+        version = table_version(spark, bronze_path)
+        nothing = MergeOutcome(0, None)
+        empty = {name: nothing for name in table_paths}
+        idle = ContractSilverResult(None, None, version, 0, empty, nothing, watermark=watermark)
+        if version is None:
+            return idle
+        rows = (
+            spark.read.format("delta")
+            .option("versionAsOf", version)
+            .load(bronze_path)
+            .where((F.col("stream") == stream) & (F.col("seq") > watermark.position))
+            .select(*BRONZE_SCHEMA.fieldNames())
+        )
+        first, last, count = rows.agg(F.min("seq"), F.max("seq"), F.count("*")).first()
+        if not count:
+            return idle
+        # Every table the stage writes: each event type's (in the contract's order), then
+        # the quarantine (key QUARANTINE). Each table's log is read here (creating the table
+        # if missing), then again only after a merge into it. The counts that let a merge be
+        # skipped are of frames that give the same rows when Spark computes them again
+        # (`merge_new_rows`' `count`).
+        plans = table_plans(
+            contract,
             spark,
-            incoming[target],
-            path,
-            schemas[target],
-            seqs=(first, last),
-            count=counts.merging[target],
-            version=versions[target],
+            table_paths=table_paths,
+            quarantine_path=quarantine_path,
+            quarantine_name=quarantine_name or quarantine_table(stream),
+            policy=policy,
         )
-        for target, path in paths.items()
-    }
-    quarantined = merged.pop(QUARANTINE)
-    saved = watermarks.save(
-        watermark.advanced(
+        paths = {target: plan.path for target, plan in plans.items()}
+        schemas = {target: plan.schema for target, plan in plans.items()}
+        # Each table made to fit the contract (created, or evolved) before any row is
+        # written; a change the policy refuses stops the run here, with nothing written.
+        writer.fence()
+        ready = prepare_tables(spark, list(plans.values()), stream=stream)
+        versions = {target: ready[plan.name][0] for target, plan in plans.items()}
+        changes = tuple(c for plan in plans.values() for c in ready[plan.name][1])
+        tables = {target: spark.read.format("delta").load(path) for target, path in paths.items()}
+        quarantined_before = tables.pop(QUARANTINE)
+        # The parsed rows, the prior keys and the judged batch are computed once each and kept
+        # (`localCheckpoint`): every later job reads them, none reads a table again. Cached
+        # frames would not do: a merge drops every cached frame built on the table it writes,
+        # and the judged batch is built on the prior keys, which read the silver tables, so
+        # each merge would have Spark judge the batch again from the bronze read on. A
+        # checkpoint is one request and needs no release: Spark frees it once nothing refers to
+        # its frame (docs/silver.md).
+        parsed = parse_events(rows, contract).localCheckpoint()
+        keys = F.broadcast(event_keys(parsed, contract))
+        prior = colliding_keys(keys, contract, tables, quarantined_before).localCheckpoint()
+        judged = judge(parsed, contract, prior, run_id=run_id, now=now).localCheckpoint()
+        # Every frame below is a projection of the judged batch.
+        batch = split(judged, contract, now=now, source_table=source_table)
+        counts = _count(contract, batch, count)
+        failed_keywords = schema_failures(batch.judged, contract)
+        broken = any(n for failing in counts.failures.values() for n in failing.values())
+        examples = rule_examples(batch.judged, contract) if broken else {}
+        reports = (
+            {} if validate is None else _validate(contract, batch.candidates, validate, mostly)
+        )
+        expectations = {name: rule_outcomes(report) for name, report in reports.items()}
+        incoming = {**batch.tables, QUARANTINE: batch.quarantine}
+        merged = {}
+        for target, path in paths.items():
+            writer.fence()
+            merged[target] = merge_new_rows(
+                spark,
+                incoming[target],
+                path,
+                schemas[target],
+                seqs=(first, last),
+                count=counts.merging[target],
+                version=versions[target],
+            )
+        quarantined = merged.pop(QUARANTINE)
+        saved = watermarks.save(
+            watermark.advanced(
+                last,
+                run_id=run_id,
+                now=now,
+                bronze_version=version,
+                bronze_start=first,
+                failures=counts.failures,
+                checked=counts.checked,
+                expectations=expectations,
+                schema_failures=failed_keywords,
+                rule_examples=examples,
+            )
+        )
+        return ContractSilverResult(
+            first,
             last,
-            run_id=run_id,
-            now=now,
-            bronze_version=version,
-            bronze_start=first,
-            failures=counts.failures,
-            checked=counts.checked,
-            expectations=expectations,
-            schema_failures=failed_keywords,
-            rule_examples=examples,
+            version,
+            count,
+            merged,
+            quarantined,
+            counts.quarantined_by_rule,
+            counts.failures,
+            saved,
+            reports,
+            expectations,
+            counts.checked,
+            changes,
+            {target: plan.fingerprint for target, plan in plans.items()},
+            failed_keywords,
+            examples,
         )
-    )
-    return ContractSilverResult(
-        first,
-        last,
-        version,
-        count,
-        merged,
-        quarantined,
-        counts.quarantined_by_rule,
-        counts.failures,
-        saved,
-        reports,
-        expectations,
-        counts.checked,
-        changes,
-        {target: plan.fingerprint for target, plan in plans.items()},
-        failed_keywords,
-        examples,
-    )
 
 
 @dataclass(frozen=True)

@@ -140,6 +140,7 @@ def run(args: argparse.Namespace) -> int:
     from pipelines.silver.rejudge import rejudge
     from pipelines.silver.rejudge_intent import RejudgeError, Selection
     from pipelines.silver.stage import QUARANTINE, stage_name
+    from pipelines.silver.writer import SilverWriterError
     from pipelines.wiring.rejudge_job import rejudge_events
     from resources.jetstream.errors import JetStreamError
     from resources.lakehouse import LakehouseResource
@@ -203,7 +204,7 @@ def run(args: argparse.Namespace) -> int:
                 watermark = watermarks.load(stage_name(ingest.stream))
             except JetStreamError as error:
                 watermark, unread = None, error
-    except (SchemaChangeError, RejudgeError, JetStreamError, OSError) as error:
+    except (SchemaChangeError, RejudgeError, SilverWriterError, JetStreamError, OSError) as error:
         print(f"{prog}: {' '.join(str(error).split())}", file=sys.stderr)
         return 1
     except ValueError as error:
