@@ -13,11 +13,15 @@ class IngestError(Exception):
 
 
 class LeaseHeldError(IngestError):
-    """Another run holds the ingest's lease (two runs of one ingest never proceed together)."""
+    """Another run or replay holds the ingest's lease (two writers of one bronze table never
+    proceed together); `bucket` is the KV bucket holding the lease."""
 
-    def __init__(self, message: str, *, stream: str, consumer: str, holder: str) -> None:
+    def __init__(
+        self, message: str, *, stream: str, consumer: str, holder: str, bucket: str
+    ) -> None:
         super().__init__(message, stream=stream, consumer=consumer)
         self.holder = holder
+        self.bucket = bucket
 
 
 class LeaseLostError(IngestError):

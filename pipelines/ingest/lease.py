@@ -1,7 +1,12 @@
-"""A lease in a JetStream KV bucket: at most one run of an ingest proceeds at a time.
+"""A lease in a JetStream KV bucket: at most one writer of an ingest's bronze table at a time.
 
-The lease is the key `lease.<stream>.<consumer>` holding `{"holder": run_id, "expires_at": ...}`.
-It is taken with create-only (or, once expired, a compare-and-set on the revision that was
+The lease is the key `lease.<stream>.<consumer>` holding `{"holder": run_id, "expires_at": ...,
+"work": "ingest" or "replay"}`. Every writer of the ingest's bronze table takes it: the
+ingest's runs and its replays (`replay.py`), so one Spark driver at a time commits to the
+table, which Delta's default LogStore on S3 needs (docs/deploy.md). A replay is not a run of
+the ingest, so the run queue does not keep the two apart: a run waits up to `REPLAY_WAIT`
+for a replay's lease, however short its own `wait`, and a replay waits for any holder. It is
+taken with create-only (or, once expired, a compare-and-set on the revision that was
 read), renewed by compare-and-set, and released by a delete at the held revision. A holder
 that died stops blocking others when its lease expires, so the TTL is short (30 s by default)
 and a working run keeps its lease with a `LeaseKeeper`: a background thread renews it every
@@ -36,6 +41,10 @@ Clock = Callable[[], dt.datetime]
 # ...), or None for a run the instance does not have.
 RunState = Callable[[str], str | None]
 _OVER = ("SUCCESS", "FAILURE", "CANCELED")
+# What a lease's holder does with the table (`LeaseValue.work`).
+INGEST, REPLAY = "ingest", "replay"
+# Seconds a run waits, at most, for a lease a replay holds (one piece of a replay's range).
+REPLAY_WAIT = 600.0
 
 
 def utc_now() -> dt.datetime:
@@ -57,6 +66,7 @@ class Lease:
     ttl: float  # seconds
     expires_at: dt.datetime
     revision: int
+    work: str = INGEST  # what the holder does with the table: INGEST or REPLAY
 
     @property
     def key(self) -> str:
@@ -71,14 +81,19 @@ class Lease:
         expires_at = clock() + dt.timedelta(seconds=self.ttl)
         try:
             revision = self.bucket.update(
-                self.key, _value(self.holder, expires_at), revision=self.revision
+                self.key, _value(self.holder, expires_at, self.work), revision=self.revision
             )
         except RevisionConflictError as error:
             raise LeaseLostError(
-                f"run {self.holder!r} lost the lease on {self.stream}/{self.consumer} (it was "
-                f"not renewed within its {self.ttl}s TTL and another run took it); this run "
-                "stops before changing anything more, and the next run finishes its range. "
-                "If renewals are slow here (a NATS cluster electing leaders), raise the "
+                f"{_doer(self.work)} {self.holder!r} lost the lease on {self.stream}/"
+                f"{self.consumer} (it was not renewed within its {self.ttl}s TTL and another "
+                f"run took it); this {_doer(self.work)} stops before changing anything more, "
+                + (
+                    "and its range is not replaced: put the replay request again. "
+                    if self.work == REPLAY
+                    else "and the next run finishes its range. "
+                )
+                + "If renewals are slow here (a NATS cluster electing leaders), raise the "
                 "ingest's lease_ttl",
                 stream=self.stream,
                 consumer=self.consumer,
@@ -113,21 +128,31 @@ class Lease:
         return None
 
 
-def _value(holder: str, expires_at: dt.datetime) -> bytes:
-    return json.dumps({"holder": holder, "expires_at": expires_at.isoformat()}).encode()
+def _value(holder: str, expires_at: dt.datetime, work: str) -> bytes:
+    doc = {"holder": holder, "expires_at": expires_at.isoformat(), "work": work}
+    return json.dumps(doc).encode()
 
 
 @dataclass(frozen=True)
 class LeaseValue:
-    """What a lease key holds: who has the lease and until when (`jsl status` reads it too)."""
+    """What a lease key holds: who has the lease, until when, and for what (`jsl status`
+    reads it too; a value written before `work` existed is an ingest's)."""
 
     holder: str
     expires_at: dt.datetime
+    work: str = INGEST
 
     @classmethod
     def from_json(cls, data: bytes) -> LeaseValue:
         doc = json.loads(data)
-        return cls(doc["holder"], dt.datetime.fromisoformat(doc["expires_at"]))
+        expires_at = dt.datetime.fromisoformat(doc["expires_at"])
+        return cls(doc["holder"], expires_at, doc.get("work", INGEST))
+
+
+def _patience(current: LeaseValue, wait: float, replay_wait: float) -> float:
+    """Seconds to wait for `current`'s holder: `wait`, or `replay_wait` if longer and a
+    replay holds it."""
+    return max(wait, replay_wait) if current.work == REPLAY else wait
 
 
 def acquire_lease(
@@ -140,6 +165,8 @@ def acquire_lease(
     wait: float = 0.0,
     poll: float = 0.5,
     clock: Clock = utc_now,
+    work: str = INGEST,
+    replay_wait: float = 0.0,
 ) -> Lease:
     """Takes the lease of an ingest for `holder`.
 
@@ -152,28 +179,32 @@ def acquire_lease(
         wait: seconds to wait for a held lease to be released or expire; 0 fails at once.
         poll: seconds between attempts while waiting.
         clock: the current time.
+        work: what the holder does with the table, INGEST or REPLAY (recorded in the lease,
+            and what the error advises).
+        replay_wait: seconds to wait for a lease a replay holds, if longer than `wait`.
 
     Raises:
-        LeaseHeldError: another holder has the lease and it did not free up within `wait`.
+        LeaseHeldError: another holder has the lease and it did not free up in time.
     """
     key = lease_key(stream, consumer)
-    deadline = time.monotonic() + wait
+    started = time.monotonic()
     while True:
         now = clock()
         expires_at = now + dt.timedelta(seconds=ttl)
+        value = _value(holder, expires_at, work)
         entry = bucket.try_get(key)
         try:
             if entry is None:
-                revision = bucket.create(key, _value(holder, expires_at))
-                return Lease(bucket, stream, consumer, holder, ttl, expires_at, revision)
+                revision = bucket.create(key, value)
+                return Lease(bucket, stream, consumer, holder, ttl, expires_at, revision, work)
             current = LeaseValue.from_json(entry.value)
             if current.expires_at <= now:
-                revision = bucket.update(key, _value(holder, expires_at), revision=entry.revision)
-                return Lease(bucket, stream, consumer, holder, ttl, expires_at, revision)
+                revision = bucket.update(key, value, revision=entry.revision)
+                return Lease(bucket, stream, consumer, holder, ttl, expires_at, revision, work)
         except RevisionConflictError:
             continue  # someone else moved the key between our read and write: look again
-        if time.monotonic() >= deadline:
-            raise _held(current, stream, consumer)
+        if time.monotonic() - started >= _patience(current, wait, replay_wait):
+            raise _held(current, stream, consumer, bucket.name, work)
         time.sleep(poll)
 
 
@@ -188,10 +219,12 @@ def wait_for_lease(
     run_state: RunState | None = None,
     ttl: float | None = None,
     log: logging.Logger | None = None,
+    work: str = INGEST,
+    replay_wait: float = 0.0,
 ) -> None:
     """Returns once the ingest's lease is free or expired, without taking it (`acquire_lease`
     takes it after, and may wait its own `wait` if another run took it in between): a run
-    looks before it starts Spark. A lease held by the looking run itself (a release that
+    or a replay looks before it starts Spark. A lease held by the looking run itself (a release that
     failed) counts as held, as `acquire_lease` counts it.
 
     A holder whose run Dagster has as over (SUCCESS, FAILURE, CANCELED: a killed run the
@@ -205,7 +238,7 @@ def wait_for_lease(
     whole TTL, and Dagster may have a run as failed whose process still works.
 
     Args:
-        bucket, stream, consumer, wait, poll, clock: as `acquire_lease`'s.
+        bucket, stream, consumer, wait, poll, clock, work, replay_wait: as `acquire_lease`'s.
         run_state: what Dagster knows of the holder's run, for the wait and the error (None:
             nothing).
         ttl: the longest extra wait for a holder Dagster has as over (None: until its lease
@@ -213,11 +246,12 @@ def wait_for_lease(
         log: where a wait is reported, once when it starts.
 
     Raises:
-        LeaseHeldError: another holder has the lease and it did not free up within `wait`;
-            the message says whether Dagster has the holder's run as over, in progress or
+        LeaseHeldError: another holder has the lease and it did not free up in time; the
+            message says whether Dagster has the holder's run as over, in progress or
             unknown.
     """
-    deadline = time.monotonic() + wait
+    started = time.monotonic()
+    deadline = started + wait  # later for a holder Dagster has as over
     looked: dict[str, str | None] = {}  # holder -> its run's state when last looked up
     looked_at = -LOOK_EVERY  # when Dagster was last asked (monotonic)
     reported = False
@@ -227,7 +261,8 @@ def wait_for_lease(
         now = clock()
         if current is None or current.expires_at <= now:
             return
-        due = time.monotonic() - looked_at >= LOOK_EVERY or time.monotonic() >= deadline
+        until = max(deadline, started + _patience(current, wait, replay_wait))
+        due = time.monotonic() - looked_at >= LOOK_EVERY or time.monotonic() >= until
         if run_state is not None and looked.get(current.holder) not in _OVER and due:
             looked_at = time.monotonic()
             state = looked[current.holder] = _state_of(current.holder, run_state)
@@ -235,6 +270,7 @@ def wait_for_lease(
                 left = (current.expires_at - now).total_seconds()
                 left = left if ttl is None else min(left, ttl)
                 deadline = max(deadline, time.monotonic() + left + poll)
+                until = max(until, deadline)
                 if log is not None:
                     log.info(
                         f"{stream}/{consumer}: run {current.holder!r} is {state} but its lease "
@@ -242,13 +278,14 @@ def wait_for_lease(
                         "for it to lapse"
                     )
                     reported = True
-        if time.monotonic() >= deadline:  # the holder was just looked up, if it could be
-            known = _holder_known(looked.get(current.holder, CANNOT_TELL))
-            raise _held(current, stream, consumer, known)
+        if time.monotonic() >= until:  # the holder was just looked up, if it could be
+            known = _holder_known(looked.get(current.holder, CANNOT_TELL), current.work)
+            raise _held(current, stream, consumer, bucket.name, work, known)
         if log is not None and not reported:
             log.info(
-                f"{stream}/{consumer}: waiting up to {wait:g} s for run {current.holder!r}'s "
-                f"lease (held until {current.expires_at.isoformat()})"
+                f"{stream}/{consumer}: waiting up to {until - started:.0f} s for "
+                f"{_doer(current.work)} {current.holder!r}'s lease (held until "
+                f"{current.expires_at.isoformat()})"
             )
             reported = True
         time.sleep(poll)
@@ -268,9 +305,9 @@ def _state_of(holder: str, run_state: RunState) -> str | None:
         return CANNOT_TELL
 
 
-def _holder_known(state: str | None) -> str:
+def _holder_known(state: str | None, work: str = INGEST) -> str:
     """What the error says of the holder's run, as Dagster knows it (nothing if it cannot
-    tell: the error is the lease's, not the instance's)."""
+    tell: the error is the lease's, not the instance's); `work` is what the holder does."""
     if state == CANNOT_TELL:
         return ""
     if state is None:
@@ -281,6 +318,12 @@ def _holder_known(state: str | None) -> str:
             "since (its process still works, marked failed from outside: stop it, or wait "
             "for it), or the hosts' clocks disagree."
         )
+    if work == REPLAY:
+        return (
+            f" Dagster has that run as {state}: the replay is still working (it renews its "
+            "lease; a replay whose process died stops renewing, and its lease lapses within "
+            "its TTL)."
+        )
     return (
         f" Dagster has that run as {state}: it is working, or its process died unseen (the "
         "stream sensor marks such a run failed once its jsl/alive-until tag and its lease "
@@ -288,15 +331,36 @@ def _holder_known(state: str | None) -> str:
     )
 
 
-def _held(current: LeaseValue, stream: str, consumer: str, known: str = "") -> LeaseHeldError:
+def _doer(work: str) -> str:
+    return "replay" if work == REPLAY else "run"
+
+
+def _held(
+    current: LeaseValue, stream: str, consumer: str, bucket: str, work: str, known: str = ""
+) -> LeaseHeldError:
+    """The error of a run or replay (`work`) that did not get the lease `current` has."""
+    doing = "replaying a range of" if current.work == REPLAY else "ingesting"
+    if work == REPLAY:
+        remedy = (
+            "Put the replay request again once it is done, or give the replay a longer "
+            "lease_wait (its run config) to queue behind it"
+        )
+    elif current.work == REPLAY:
+        remedy = (
+            "Wait for the replay to finish (the stream sensor requests this range again), "
+            "or replay in smaller pieces (the replay sensor's max_messages_per_run)"
+        )
+    else:
+        remedy = "Wait for it, or set the ingest's lease_wait to queue behind it"
     return LeaseHeldError(
-        f"another run ({current.holder!r}) is ingesting {stream}/{consumer} until "
-        f"{current.expires_at.isoformat()} unless it finishes first; this run stops "
-        "without reading anything. Wait for it, or set the ingest's lease_wait to queue "
-        f"behind it.{known}",
+        f"another {_doer(current.work)} ({current.holder!r}) is {doing} {stream}/{consumer} "
+        f"until {current.expires_at.isoformat()} unless it finishes first (it holds the "
+        f"lease {lease_key(stream, consumer)!r} in KV bucket {bucket!r}); this {_doer(work)} "
+        f"stops without reading or writing anything. {remedy}.{known}",
         stream=stream,
         consumer=consumer,
         holder=current.holder,
+        bucket=bucket,
     )
 
 

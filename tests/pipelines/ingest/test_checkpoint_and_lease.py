@@ -11,7 +11,13 @@ import pytest
 
 from pipelines.ingest.checkpoint import Checkpoint, CheckpointStore, SeqRange, checkpoint_key
 from pipelines.ingest.errors import CheckpointConflictError, LeaseHeldError, LeaseLostError
-from pipelines.ingest.lease import LeaseValue, acquire_lease, lease_key, wait_for_lease
+from pipelines.ingest.lease import (
+    REPLAY,
+    LeaseValue,
+    acquire_lease,
+    lease_key,
+    wait_for_lease,
+)
 from resources.jetstream import KeyValueBucket, KeyValueSpec
 
 NOW = dt.datetime(2026, 11, 21, 12, 0, tzinfo=dt.timezone.utc)
@@ -129,6 +135,45 @@ def test_second_holder_fails_fast_with_lease_held_error_naming_the_holder(bucket
     assert raised.value.holder == "run-a"
     assert "'run-a'" in str(raised.value)
     assert (raised.value.stream, raised.value.consumer) == ("S", "c")
+    assert raised.value.bucket == bucket.name
+    assert f"lease 'lease.S.c' in KV bucket {bucket.name!r}" in str(raised.value)
+
+
+def test_a_run_waits_for_a_replay_s_lease_up_to_replay_wait_however_short_its_own_wait(bucket):
+    """A replay is no run of the ingest, so the run queue does not keep the two apart: a
+    run meeting a replay's lease waits for it (`replay_wait`) rather than failing."""
+    held = take(bucket, "run-a", ttl=3600)
+    with pytest.raises(LeaseHeldError):  # an ingest's lease: `replay_wait` does not apply
+        take(bucket, "run-b", replay_wait=3600)
+    held.release()
+    replay = take(bucket, "replay-run", ttl=3600, work=REPLAY)
+    started = time.monotonic()
+
+    with pytest.raises(LeaseHeldError) as raised:
+        take(bucket, "run-b", replay_wait=0.3, poll=0.05)
+    with pytest.raises(LeaseHeldError) as looked:
+        wait_for_lease(bucket, stream="S", consumer="c", replay_wait=0.3, poll=0.05, clock=at(NOW))
+
+    assert time.monotonic() - started >= 0.6  # both waited for the replay, not at once
+    assert LeaseValue.from_json(bucket.get(lease_key("S", "c")).value).work == REPLAY
+    assert replay.renew(at(NOW)).work == REPLAY  # a renewal keeps what the holder does
+    for error in (raised.value, looked.value):
+        assert error.holder == "replay-run"
+        assert "another replay ('replay-run') is replaying a range of S/c" in str(error)
+        assert "this run stops without reading or writing anything" in str(error)
+        assert "Wait for the replay to finish" in str(error)
+
+
+def test_a_replay_behind_a_run_s_lease_is_refused_saying_to_put_its_request_again(bucket):
+    take(bucket, "run-a")
+
+    with pytest.raises(LeaseHeldError) as raised:
+        take(bucket, "replay-run", work=REPLAY)
+
+    assert raised.value.holder == "run-a"
+    assert "another run ('run-a') is ingesting S/c" in str(raised.value)
+    assert "this replay stops without reading or writing anything" in str(raised.value)
+    assert "Put the replay request again once it is done" in str(raised.value)
 
 
 @pytest.mark.parametrize(
