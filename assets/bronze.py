@@ -26,7 +26,7 @@ from assets.nothing_new import finding_metadata
 from pipelines.ingest.bronze import BRONZE_SCHEMA
 from pipelines.ingest.engine import IngestResult
 from pipelines.ingest.idle import nothing_to_land
-from pipelines.ingest.lease import RunState, wait_for_lease
+from pipelines.ingest.lease import REPLAY_WAIT, RunState, wait_for_lease
 from pipelines.ingest.options import IngestRunOptions
 from pipelines.ingest.run import ingest
 from pipelines.ingest.spec import IngestSpec
@@ -181,11 +181,12 @@ def land(
 
     With nothing new (found without Spark: `pipelines.ingest.idle`), `session` is not called
     and the result is None. Nor is it while another run holds the ingest's lease: the run
-    waits for it (up to the ingest's `lease_wait`, or until it lapses, at most `lease_ttl`,
-    if Dagster has the holder's run as over: a killed run's) before Spark starts, and fails
-    with `LeaseHeldError` if it stays held, saying what `run_state` (Dagster) knows of the
-    holder's run. The bronze asset calls it once per run; the contract's silver step
-    of a run that keeps going (`assets.follow`) once per further batch.
+    waits for it (up to the ingest's `lease_wait`, up to `lease.REPLAY_WAIT` for a replay
+    of the table, or until it lapses, at most `lease_ttl`, if Dagster has the holder's run
+    as over: a killed run's) before Spark starts, and fails with `LeaseHeldError` if it
+    stays held, saying what `run_state` (Dagster) knows of the holder's run. The bronze
+    asset calls it once per run; the contract's silver step of a run that keeps going
+    (`assets.follow`) once per further batch.
     """
     checkpoints = client.create_key_value(spec.checkpoint_bucket_spec())
     idle = nothing_to_land(client, spec, path, checkpoints=checkpoints, until=until)
@@ -201,6 +202,7 @@ def land(
         run_state=run_state,
         ttl=spec.lease_ttl,
         log=log,
+        replay_wait=REPLAY_WAIT,
     )
     spark = session()
     result = ingest(

@@ -2,8 +2,8 @@
 
 One run of an `IngestSpec`, as in Spark Structured Streaming's Kafka-to-Delta path:
 
-1. take the ingest's lease (a KV key; another run of the same ingest fails fast or waits),
-   kept renewed in the background while the run works;
+1. take the ingest's lease (a KV key; another run of the same ingest fails fast or waits, a
+   replay of its table is waited for), kept renewed in the background while the run works;
 2. load the checkpoint; if it holds a planned range, an earlier run died: finish that range;
 3. otherwise plan the next range, from just after the committed position to the stream's last
    sequence, bounded by the per-run limits, and record it (KV compare-and-set) before reading;
@@ -21,7 +21,9 @@ Fencing: a run whose lease was taken over must not move anything. The checkpoint
 compare-and-sets on the revision the run read; the Delta commit is a no-op for a range at
 or below one already committed (txnVersion); the consumer move is the one write nothing
 else fences, so the lease is renewed right before it (`LeaseKeeper.fence`), and before the
-Spark job, so that a run that lost its lease stops before it reads.
+Spark job, so that a run that lost its lease stops before it reads. Replays of the table take
+the same lease (`replay.py`), so no other driver commits to the table while the run does: on
+S3, Delta's default LogStore is safe only with one committing driver (docs/deploy.md).
 """
 
 from __future__ import annotations
@@ -42,7 +44,7 @@ from pipelines.ingest.bronze import (
 )
 from pipelines.ingest.checkpoint import Checkpoint, CheckpointStore, SeqRange
 from pipelines.ingest.errors import DataLossError, RangeWriteError, spark_failure_reason
-from pipelines.ingest.lease import Clock, Lease, LeaseKeeper, acquire_lease
+from pipelines.ingest.lease import REPLAY_WAIT, Clock, Lease, LeaseKeeper, acquire_lease
 from pipelines.ingest.options import DEFAULT_RUN_OPTIONS, IngestRunOptions
 from pipelines.ingest.plan import StreamPosition, plan_range, removed_by_limits
 from pipelines.ingest.reader import RangeRead, read_range
@@ -85,7 +87,8 @@ def ensure_consumer(client: JetStreamClient, spec: IngestSpec) -> None:
 
 
 def take_lease(checkpoints: KeyValueBucket, spec: IngestSpec, run_id: str, clock: Clock) -> Lease:
-    """Takes the ingest's lease for `run_id`, waiting up to `spec.lease_wait` seconds."""
+    """Takes the ingest's lease for `run_id`, waiting up to `spec.lease_wait` seconds for
+    another run of the ingest, and up to `lease.REPLAY_WAIT` for a replay of its table."""
     return acquire_lease(
         checkpoints,
         stream=spec.stream,
@@ -94,6 +97,7 @@ def take_lease(checkpoints: KeyValueBucket, spec: IngestSpec, run_id: str, clock
         ttl=spec.lease_ttl,
         wait=spec.lease_wait,
         clock=clock,
+        replay_wait=REPLAY_WAIT,
     )
 
 

@@ -11,6 +11,8 @@ from dagster import (
 )
 from pydantic import Field
 
+from assets.bronze import dagster_run_state
+from pipelines.ingest.lease import REPLAY, REPLAY_WAIT, wait_for_lease
 from pipelines.ingest.replay import replay_range, resolve_time_window
 from pipelines.ingest.spec import IngestSpec
 from resources.backports import fromisoformat
@@ -29,10 +31,21 @@ class ReplayConfig(Config):
         default=None, description="Replay messages stored at or after this time."
     )
     end_time: str | None = Field(default=None, description="... and before this time.")
+    lease_wait: float = Field(
+        default=REPLAY_WAIT,
+        ge=0,
+        description="Seconds to wait for the ingest's lease while a run of the ingest (or "
+        "another replay) writes the table; the replay fails, writing nothing, after that.",
+    )
 
 
 def build_replay_job(spec: IngestSpec) -> JobDefinition:
-    """A job that re-ingests a past range of `spec`'s stream into its bronze table."""
+    """A job that re-ingests a past range of `spec`'s stream into its bronze table.
+
+    The replay holds the ingest's lease while it writes (`pipelines.ingest.replay`); it
+    looks at the lease before Spark starts, so a replay behind a held lease waits (up to
+    its `lease_wait`) or fails without starting a JVM.
+    """
 
     @op(name=f"replay_{spec.name}_range", tags={"kind": "spark"})
     def replay(
@@ -61,6 +74,17 @@ def build_replay_job(spec: IngestSpec) -> JobDefinition:
                 f"replay of {spec.stream!r}: give start_seq and end_seq, or start_time and end_time"
             )
         path = lakehouse.table_path(spec.table)
+        checkpoints = client.create_key_value(spec.checkpoint_bucket_spec())
+        wait_for_lease(
+            checkpoints,
+            stream=spec.stream,
+            consumer=spec.durable,
+            wait=config.lease_wait,
+            run_state=dagster_run_state(context.instance),
+            ttl=spec.lease_ttl,
+            log=context.log,
+            work=REPLAY,
+        )
         result = replay_range(
             client,
             spark.get_session(),
@@ -69,6 +93,8 @@ def build_replay_job(spec: IngestSpec) -> JobDefinition:
             start=bounds[0],
             end=bounds[1],
             run_id=context.run.run_id,
+            checkpoints=checkpoints,
+            lease_wait=config.lease_wait,
         )
         context.log_event(
             AssetMaterialization(

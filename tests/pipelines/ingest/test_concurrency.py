@@ -1,13 +1,16 @@
-"""Two runs of one ingest at once: the lease lets one through, and nothing lands twice.
+"""Two writers of one bronze table at once (two runs of its ingest, or a run and a replay):
+the ingest's lease lets one through, and nothing lands twice.
 
 The first run holds still at its "planned" step (its hook waits on an event) while the
-second one tries, so the overlap is certain rather than a matter of timing. The first test
-runs with the table in a local folder and in a real S3 server.
+second writer tries, so the overlap is certain rather than a matter of timing. The first
+test of each pair runs with the table in a local folder and in a real S3 server, where
+Delta's S3SingleDriverLogStore is safe only with one committing driver.
 """
 
 from __future__ import annotations
 
 import json
+import logging
 import threading
 from collections.abc import Callable
 from dataclasses import replace
@@ -15,12 +18,14 @@ from dataclasses import replace
 import pytest
 from delta.tables import DeltaTable
 
+from assets.bronze import land
 from pipelines.ingest.bronze import table_version
 from pipelines.ingest.checkpoint import CheckpointStore
 from pipelines.ingest.engine import IngestResult, run_ingest
 from pipelines.ingest.errors import CheckpointConflictError, LeaseHeldError, LeaseLostError
-from pipelines.ingest.lease import acquire_lease, lease_key
-from resources.jetstream import KeyValueBucket, KvEntry
+from pipelines.ingest.lease import REPLAY, LeaseValue, acquire_lease, lease_key
+from pipelines.ingest.replay import replay_range
+from resources.jetstream import JetStreamClient, KeyValueBucket, KeyValueSpec, KvEntry
 from tests.pipelines.ingest.harness import (
     Ingest,
     assert_landed_exactly_once,
@@ -46,6 +51,20 @@ class LeaseWatch:
         if entry is not None and key.startswith("lease."):
             self._on_held()
         return entry
+
+
+class WatchedClient:
+    """A client whose checkpoint bucket is a `LeaseWatch` (for `land`, which opens it)."""
+
+    def __init__(self, client: JetStreamClient, on_held: Callable[[], None]) -> None:
+        self._client = client
+        self._on_held = on_held
+
+    def __getattr__(self, name: str):
+        return getattr(self._client, name)
+
+    def create_key_value(self, spec: KeyValueSpec) -> LeaseWatch:
+        return LeaseWatch(self._client.create_key_value(spec), self._on_held)
 
 
 class HeldRun:
@@ -194,3 +213,69 @@ def test_run_whose_checkpoint_moved_underneath_it_fails_the_mark_and_duplicates_
     assert (result.recovered_from, result.written) == ("run-a", False)
     assert_landed_exactly_once(js, spark, ingest, published)
     assert DeltaTable.forPath(spark, ingest.path).history().count() == 1
+
+
+# -- a replay beside the ingest --------------------------------------------------------------
+
+
+def test_a_replay_beside_a_run_is_refused_or_waits_for_its_lease_and_nothing_lands_twice(
+    js, spark, jetstream_resource, unique_name, any_root
+):
+    ingest = make_ingest(js, unique_name, any_root)
+    published = publish_events(js, unique_name, 80, seed=26)
+
+    def replay(run_id: str, checkpoints: KeyValueBucket, lease_wait: float):
+        return replay_range(
+            js, spark, ingest.spec, ingest.path, start=1, end=40, run_id=run_id,
+            checkpoints=checkpoints, lease_wait=lease_wait,
+        )  # fmt: skip
+
+    first = HeldRun(jetstream_resource, spark, ingest, "run-a").start()
+    try:
+        with pytest.raises(LeaseHeldError) as refused:
+            replay("replay-1", ingest.checkpoints, lease_wait=0)
+        written_meanwhile = table_version(spark, ingest.path)
+        # Once the second replay has seen the lease taken, the run may go on and finish.
+        replayed = replay("replay-2", LeaseWatch(ingest.checkpoints, first.go.set), PATIENCE)
+    finally:
+        result = first.finish()
+
+    assert written_meanwhile is None  # the refused replay wrote nothing, not even a table
+    assert (refused.value.holder, refused.value.bucket) == ("run-a", ingest.checkpoints.name)
+    assert "Put the replay request again" in str(refused.value)
+    assert (result.start, result.end, result.delta_version) == (1, 80, 0)
+    assert (replayed.start, replayed.end, replayed.messages) == (1, 40, 40)
+    assert replayed.delta_version == 1  # committed after the run's commit, not beside it
+    assert_landed_exactly_once(js, spark, ingest, published)
+    rows = DeltaTable.forPath(spark, ingest.path).toDF()
+    assert {r.seq for r in rows.where("ingest_run_id = 'replay-2'").collect()} == set(range(1, 41))
+    assert ingest.checkpoints.try_get(lease_key(unique_name, "bronze")) is None  # released
+
+
+def test_a_run_beside_a_replay_waits_for_the_replay_s_lease_however_short_its_lease_wait(
+    js, spark, unique_name, table_root
+):
+    ingest = make_ingest(js, unique_name, table_root)  # lease_wait 0: another run is refused
+    published = publish_events(js, unique_name, 40, seed=27)
+    key = lease_key(unique_name, "bronze")
+    replay = acquire_lease(
+        ingest.checkpoints, stream=unique_name, consumer="bronze", holder="replay-run",
+        ttl=PATIENCE, work=REPLAY,
+    )  # fmt: skip
+    seen: list[LeaseValue] = []
+
+    def replay_finishes_once_seen() -> None:
+        entry = ingest.checkpoints.try_get(key)
+        if entry is not None and not seen:
+            seen.append(LeaseValue.from_json(entry.value))
+            replay.release()
+
+    landed = land(
+        client=WatchedClient(js, replay_finishes_once_seen), session=lambda: spark,
+        spec=ingest.spec, path=ingest.path, run_id="run-b", until=None,
+        log=logging.getLogger(__name__),
+    )  # fmt: skip
+
+    assert [(value.holder, value.work) for value in seen] == [("replay-run", REPLAY)]
+    assert landed.result is not None and (landed.result.start, landed.result.end) == (1, 40)
+    assert_landed_exactly_once(js, spark, ingest, published)
