@@ -3,10 +3,11 @@
 Such a stream cannot be re-read by sequence once acknowledged, and its consumer cannot be
 reset past unacknowledged messages, so the run consumes through the durable consumer itself:
 
-1. take the ingest's lease;
+1. take the ingest's lease (the one its replays take too), kept renewed while the run works;
 2. fetch up to `max_messages` from the durable consumer (they stay unacknowledged);
-3. merge them into the bronze table in one Delta commit, inserting only (stream, seq) pairs the
-   table does not hold yet: a message redelivered after a crash lands once;
+3. renew the lease (so no other writer of the table commits meanwhile), then merge them into
+   the bronze table in one Delta commit, inserting only (stream, seq) pairs the table does
+   not hold yet: a message redelivered after a crash lands once;
 4. acknowledge them (the last one synchronously) - only now may the stream delete them;
 5. record the committed position in the checkpoint (compare-and-set) and release the lease.
 
@@ -25,7 +26,7 @@ from pyspark.sql import SparkSession
 from pipelines.ingest.bronze import BRONZE_SCHEMA, PARTITION_COLUMNS, BronzeColumns
 from pipelines.ingest.checkpoint import Checkpoint, CheckpointStore
 from pipelines.ingest.engine import IngestResult, ensure_consumer, take_lease
-from pipelines.ingest.lease import Clock
+from pipelines.ingest.lease import Clock, LeaseKeeper
 from pipelines.ingest.options import DEFAULT_RUN_OPTIONS, IngestRunOptions
 from pipelines.ingest.spec import IngestSpec
 from pipelines.lakehouse.delta_tables import merge_insert_only, table_exists
@@ -52,11 +53,12 @@ def run_durable_ingest(
     clock, hook = options.clock, options.hook or (lambda step: None)
     started = time.monotonic()
     ensure_consumer(client, spec)
-    lease = take_lease(checkpoints, spec, run_id, clock)
+    keeper = LeaseKeeper(take_lease(checkpoints, spec, run_id, clock), clock=clock).start()
     try:
         messages = _fetch(client, spec)
         version, written = delta_version(spark, table_path), False
         if messages:
+            keeper.fence()
             version, written = _merge(spark, table_path, messages, run_id, clock), True
             hook("committed")
             for message in messages[:-1]:
@@ -96,7 +98,7 @@ def run_durable_ingest(
             duration=time.monotonic() - started,
         )
     finally:
-        lease.release()
+        keeper.release()
 
 
 def _fetch(client: JetStreamClient, spec: IngestSpec) -> list[JsMessage]:
