@@ -37,6 +37,7 @@ from pipelines.wiring.schedules import (
     daily_gold_schedule,
     delta_maintenance_schedule,
 )
+from pipelines.wiring.streams import check_one_writer_per_bronze_table
 from resources.lakehouse import declared_tables
 
 settings = Settings.from_env()
@@ -106,7 +107,9 @@ automation_sensor = AutomationConditionSensorDefinition(
 def _code_location() -> tuple[Definitions, JobDefinition]:
     """The code location's Definitions, and its maintenance job over every Delta table an
     asset declares (its `lakehouse/table` metadata), the declared streams' included. Built
-    in a function so that `defs` is the module's only Definitions (Dagster refuses two)."""
+    in a function so that `defs` is the module's only Definitions (Dagster refuses two).
+    Each bronze table is an ingest's alone, across the declared streams too."""
+    check_one_writer_per_bronze_table(ASSETS)
     maintain = build_maintenance_job(declared_tables(ASSETS))
     # The declared streams, and the domain's Definitions built inline beside them.
     location = Definitions.merge(

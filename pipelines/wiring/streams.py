@@ -22,13 +22,14 @@ Examples:
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
 from dagster import (
     AssetKey,
     AssetsDefinition,
     AssetSelection,
+    AssetSpec,
     Definitions,
     SensorDefinition,
     define_asset_job,
@@ -42,6 +43,7 @@ from assets.lag import build_lag_check
 from pipelines.ingest.spec import IngestSpec
 from pipelines.wiring.jobs import build_replay_job
 from resources.jetstream import StreamSpec
+from resources.lakehouse import TABLE_METADATA_KEY
 from sensors import StreamSensorOptions, build_replay_request_sensor, build_stream_sensor
 from sensors.observe import build_stream_observation_sensor
 from sensors.stream import INGEST_TAG
@@ -241,3 +243,40 @@ def _check(stream: StreamSpec, ingests: Sequence[BronzeIngest]) -> None:
                 f"stream {stream.name!r}: two ingests share the {what} {repeated[0]!r}; "
                 f"each ingest needs its own"
             )
+
+
+def check_one_writer_per_bronze_table(assets: Iterable[AssetsDefinition | AssetSpec]) -> None:
+    """Refuses a bronze table that an asset besides its ingest declares: another stream's
+    ingest (which `build_stream` cannot see), or any other asset.
+
+    A bronze table's writers (its ingest's runs and replays) are kept to one at a time by
+    the ingest's lease (`pipelines.ingest.lease`): a second ingest would bring a lease of its
+    own, and on S3 two drivers could commit the same Delta version (docs/deploy.md).
+    `pipelines/definitions.py` checks the code location's assets with it.
+
+    Raises:
+        ValueError: naming the table and the two assets.
+    """
+    specs = [spec for a in assets for spec in ([a] if isinstance(a, AssetSpec) else a.specs)]
+    declared: dict[str, list[AssetSpec]] = {}
+    for spec in specs:
+        if TABLE_METADATA_KEY in spec.metadata:
+            declared.setdefault(str(spec.metadata[TABLE_METADATA_KEY]), []).append(spec)
+    for table, owners in sorted(declared.items()):
+        ingests = [spec for spec in owners if "consumer" in spec.metadata]
+        if ingests and len(owners) > 1:
+            first, other = ingests[0], next(spec for spec in owners if spec is not ingests[0])
+            raise ValueError(
+                f"table {table!r} is the bronze table of {_writer(first)} and is declared by "
+                f"{_writer(other)} too: a bronze table takes one writer, its ingest, whose "
+                "lease keeps its runs and replays to one at a time. Give each its own table "
+                "(`table:` of the ingest in its defs.yaml)"
+            )
+
+
+def _writer(spec: AssetSpec) -> str:
+    """An asset as a table's writer: its key, and its stream and consumer for an ingest's."""
+    if "consumer" not in spec.metadata:
+        return f"asset {spec.key.to_user_string()!r}"
+    stream, consumer = (str(spec.metadata[name]) for name in ("stream", "consumer"))
+    return f"asset {spec.key.to_user_string()!r} (stream {stream!r}, consumer {consumer!r})"

@@ -9,9 +9,14 @@ from dagster import AssetKey, Definitions, asset
 
 from pipelines.file_trash.topology import AUDIT_LOG, BRONZE_FILE_EVENTS, FILE_EVENTS
 from pipelines.ingest.spec import IngestSpec
-from pipelines.wiring.streams import BronzeIngest, build_stream, build_stream_defs
+from pipelines.wiring.streams import (
+    BronzeIngest,
+    build_stream,
+    build_stream_defs,
+    check_one_writer_per_bronze_table,
+)
 from resources.jetstream import JetStreamResource, StreamSpec
-from resources.lakehouse import LakehouseResource
+from resources.lakehouse import TABLE_METADATA_KEY, LakehouseResource
 from resources.spark import SparkResource
 
 ORDERS = StreamSpec(name="ORDERS", subjects=("orders.>",), description="Orders.")
@@ -113,6 +118,31 @@ def test_a_second_stream_merges_beside_the_first_and_loads() -> None:
 def test_a_stream_declared_wrong_is_refused_naming_what(ingests, message) -> None:
     with pytest.raises(ValueError, match=message):
         build_stream_defs(FILE_EVENTS, ingests)
+
+
+def test_a_bronze_table_written_by_a_second_stream_or_asset_is_refused_naming_both() -> None:
+    """One ingest per bronze table: its lease is what keeps the table's writers apart."""
+    same_table = IngestSpec(
+        name="orders_raw", stream="ORDERS", durable="orders-bronze", table=BRONZE_FILE_EVENTS.table
+    )
+    file_events = build_stream_defs(FILE_EVENTS, [BronzeIngest(BRONZE_FILE_EVENTS)])
+    orders = build_stream_defs(ORDERS, [BronzeIngest(ORDER_EVENTS)])
+    orders_into_file_events = build_stream_defs(ORDERS, [BronzeIngest(same_table)])
+
+    @asset(metadata={TABLE_METADATA_KEY: BRONZE_FILE_EVENTS.table})
+    def rewrites_bronze() -> None: ...
+
+    check_one_writer_per_bronze_table([*file_events.assets, *orders.assets])
+    with pytest.raises(ValueError) as raised:
+        check_one_writer_per_bronze_table([*file_events.assets, *orders_into_file_events.assets])
+    with pytest.raises(ValueError, match="declared by asset 'rewrites_bronze' too"):
+        check_one_writer_per_bronze_table([*file_events.assets, rewrites_bronze])
+
+    assert str(raised.value).startswith(
+        "table 'bronze/file_events' is the bronze table of asset 'bronze/file_events' (stream "
+        "'FILE_EVENTS', consumer 'lakehouse-bronze') and is declared by asset "
+        "'bronze/orders_raw' (stream 'ORDERS', consumer 'orders-bronze') too"
+    )
 
 
 def test_the_sensor_interval_is_declared_per_ingest_and_defaults_to_dagster_s() -> None:
