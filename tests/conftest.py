@@ -98,7 +98,7 @@ SLOW_FIRST = (
     "tests/cluster/test_spark_standalone.py",  # 75 s, + ~130 s on S3 (#53)
     "tests/pipelines/ingest/test_cluster.py",  # 176 s
     "tests/sensors/test_daemon_recovery.py",  # 75 s, + ~85 s on S3 (#53)
-    # 164 s on a busy machine (2026-11-28), ~40 s of it a replay beside a run on both roots (#53)
+    # 130-164 s (2026-11-28, a busy machine), 17-40 s of it a replay beside a run, both roots (#53)
     "tests/pipelines/ingest/test_concurrency.py",
     "tests/assets/test_nothing_new_skips_spark.py",  # 70 s, + ~110 s on S3 (#53)
     "tests/pipelines/silver/test_evolution.py",  # 141 s
