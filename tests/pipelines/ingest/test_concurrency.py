@@ -9,6 +9,7 @@ Delta's S3SingleDriverLogStore is safe only with one committing driver.
 
 from __future__ import annotations
 
+import hashlib
 import json
 import logging
 import threading
@@ -19,6 +20,7 @@ import pytest
 from delta.tables import DeltaTable
 
 from assets.bronze import land
+from pipelines.file_trash.events import generate_file_deleted_events
 from pipelines.ingest.bronze import table_version
 from pipelines.ingest.checkpoint import CheckpointStore
 from pipelines.ingest.engine import IngestResult, run_ingest
@@ -27,6 +29,7 @@ from pipelines.ingest.lease import REPLAY, LeaseValue, acquire_lease, lease_key
 from pipelines.ingest.replay import replay_range
 from resources.jetstream import JetStreamClient, KeyValueBucket, KeyValueSpec, KvEntry
 from tests.pipelines.ingest.harness import (
+    NOW,
     Ingest,
     assert_landed_exactly_once,
     make_ingest,
@@ -247,8 +250,12 @@ def test_a_replay_beside_a_run_is_refused_or_waits_for_its_lease_and_nothing_lan
     assert (replayed.start, replayed.end, replayed.messages) == (1, 40, 40)
     assert replayed.delta_version == 1  # committed after the run's commit, not beside it
     assert_landed_exactly_once(js, spark, ingest, published)
-    rows = DeltaTable.forPath(spark, ingest.path).toDF()
-    assert {r.seq for r in rows.where("ingest_run_id = 'replay-2'").collect()} == set(range(1, 41))
+    rows = DeltaTable.forPath(spark, ingest.path).toDF().collect()
+    assert {r.seq for r in rows if r.ingest_run_id == "replay-2"} == set(range(1, 41))
+    events = generate_file_deleted_events(80, now=NOW, seed=26)  # what publish_events sent
+    pairs = zip(published, events, strict=True)
+    sent = {seq: hashlib.sha256(event.to_json()).hexdigest() for seq, event in pairs}
+    assert {r.seq: hashlib.sha256(bytes(r.payload)).hexdigest() for r in rows} == sent
     assert ingest.checkpoints.try_get(lease_key(unique_name, "bronze")) is None  # released
 
 
