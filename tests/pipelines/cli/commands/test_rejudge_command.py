@@ -3,7 +3,8 @@ own: silver ran under a strict contract, the defs.yaml is loosened (or tightened
 command moves exactly the rows the new contract places elsewhere.
 
 Real nats-server (the watermark and the intent in the ingest's checkpoint bucket), Spark,
-Delta; the command runs in this process (`pipelines.cli.main.main`), as `jsl` would.
+Delta; the command runs in this process (`pipelines.cli.main.main`), as `jsl` would. The retry
+and the rebuild run with the tables in a folder and on the S3 server (`lakehouse`).
 """
 
 from __future__ import annotations
@@ -11,6 +12,7 @@ from __future__ import annotations
 import copy
 import datetime as dt
 import json
+import os
 from pathlib import Path
 
 import pytest
@@ -29,6 +31,7 @@ from resources.lakehouse import LakehouseResource
 from resources.quality import DataQualityResource
 from resources.spark import SparkResource
 from tests.pipelines.silver.contract_changes import NOW, PUBLISHED, placed
+from tests.table_roots import UriRoot, root_of
 
 PYPROJECT = """\
 [project]
@@ -83,7 +86,18 @@ def _declare(project: Path, stream: str, contract: dict, aggregates: list | None
 
 
 @pytest.fixture
-def project(tmp_path: Path, unique_name: str, monkeypatch: pytest.MonkeyPatch) -> Path:
+def lakehouse(request: pytest.FixtureRequest, tmp_path: Path) -> Path | UriRoot:
+    """The tables' root: a folder beside the project, or with the parameter "s3" (indirect), a
+    root on the session's S3 server (`s3_lakehouse`, which points `JSL_SPARK_CONF` at it)."""
+    if getattr(request, "param", "local") == "s3":
+        return request.getfixturevalue("s3_lakehouse")
+    return tmp_path / "lakehouse"
+
+
+@pytest.fixture
+def project(
+    tmp_path: Path, unique_name: str, lakehouse: Path | UriRoot, monkeypatch: pytest.MonkeyPatch
+) -> Path:
     root = tmp_path / "shop-project"
     package = root / _module(unique_name)
     (package / "defs").mkdir(parents=True)
@@ -91,14 +105,15 @@ def project(tmp_path: Path, unique_name: str, monkeypatch: pytest.MonkeyPatch) -
     (package / "__init__.py").write_text("")
     (package / "defs" / "__init__.py").write_text("")
     _declare(root, unique_name, STRICT)
-    monkeypatch.setenv("LAKEHOUSE_ROOT", str(tmp_path / "lakehouse"))
+    monkeypatch.setenv("LAKEHOUSE_ROOT", str(lakehouse))
     return root
 
 
 def _silver_ran(spark, js, project: Path, stream: str, messages: list[dict], contract=STRICT):
-    """Bronze rows of `messages` (seq 1...), and silver run once under `contract`."""
+    """Bronze rows of `messages` (seq 1...) under `LAKEHOUSE_ROOT` (`lakehouse`), and silver
+    run once under `contract`; returns the root."""
     silver = _load(project, stream)
-    root = project.parent / "lakehouse"
+    root = root_of(os.environ["LAKEHOUSE_ROOT"])
     rows = [
         (stream, seq, f"{stream.lower()}.placed", PUBLISHED, PUBLISHED.date(), None,
          json.dumps(m).encode(), None, "ingest", NOW)
@@ -115,10 +130,11 @@ def _silver_ran(spark, js, project: Path, stream: str, messages: list[dict], con
     return root
 
 
-def _seqs(spark, path: Path) -> list[int]:
+def _seqs(spark, path: Path | UriRoot) -> list[int]:
     return sorted(r.seq for r in spark.read.format("delta").load(str(path)).collect())
 
 
+@pytest.mark.parametrize("lakehouse", ["local", "s3"], indirect=True)
 def test_retry_moves_the_rows_a_loosened_rule_admits_and_nothing_else(
     spark, js, nats_server, project: Path, unique_name: str, capsys
 ):
@@ -152,6 +168,7 @@ def test_retry_moves_the_rows_a_loosened_rule_admits_and_nothing_else(
     assert _seqs(spark, root / "quarantine/shop") == [3, 4]
 
 
+@pytest.mark.parametrize("lakehouse", ["local", "s3"], indirect=True)
 def test_rebuild_moves_rows_a_tightened_contract_refuses_out_of_silver(
     spark, js, nats_server, project: Path, unique_name: str, capsys
 ):
