@@ -32,7 +32,7 @@ from pipelines.ingest.run import ingest
 from pipelines.ingest.spec import IngestSpec
 from pipelines.lakehouse.delta_tables import table_rows
 from resources.jetstream import JetStreamClient, JetStreamResource, StreamSpec
-from resources.lakehouse import TABLE_METADATA_KEY, LakehouseResource
+from resources.lakehouse import TABLE_METADATA_KEY, WRITER_LEASE_METADATA_KEY, LakehouseResource
 from resources.spark import SparkResource
 
 BRONZE_COLUMN_SCHEMA = TableSchema(
@@ -110,6 +110,11 @@ def build_bronze_asset(
             "stream": spec.stream,
             "consumer": spec.durable,
             TABLE_METADATA_KEY: spec.table,
+            WRITER_LEASE_METADATA_KEY: {
+                "bucket": spec.checkpoint_bucket,
+                "stream": spec.stream,
+                "consumer": spec.durable,
+            },
         },
     )
     def bronze_asset(

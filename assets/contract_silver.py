@@ -100,7 +100,7 @@ from pipelines.silver.stage import (
 )
 from resources.jetstream import JetStreamClient, JetStreamResource
 from resources.jetstream.errors import JetStreamError
-from resources.lakehouse import TABLE_METADATA_KEY, LakehouseResource
+from resources.lakehouse import TABLE_METADATA_KEY, WRITER_LEASE_METADATA_KEY, LakehouseResource
 from resources.quality import DataQualityResource
 from resources.spark import SparkResource
 from resources.spark_errors import one_line_spark_errors
@@ -209,6 +209,7 @@ def _table_specs(
 ) -> list[AssetSpec]:
     """The `AssetSpec` of each event type's table, then the quarantine's, each on bronze."""
     keys, stream = silver.keys, silver.stream
+    lease = {"bucket": silver.ingest.checkpoint_bucket, "stage": stage_name(stream)}
     specs = [
         AssetSpec(
             keys[e.name],
@@ -221,6 +222,7 @@ def _table_specs(
                 "dagster/column_schema": declared_schema(e),
                 "event_type": e.name,
                 TABLE_METADATA_KEY: e.table,
+                WRITER_LEASE_METADATA_KEY: lease,
             },
         )
         for e in silver.contract.event_types
@@ -236,6 +238,7 @@ def _table_specs(
             metadata={
                 "dagster/column_schema": table_schema(QUARANTINE_SCHEMA),
                 TABLE_METADATA_KEY: silver.quarantine,
+                WRITER_LEASE_METADATA_KEY: lease,
             },
         )
     )

@@ -38,7 +38,7 @@ from pipelines.wiring.schedules import (
     delta_maintenance_schedule,
 )
 from pipelines.wiring.streams import check_one_writer_per_bronze_table
-from resources.lakehouse import declared_tables
+from resources.lakehouse import declared_tables, declared_writer_leases
 
 settings = Settings.from_env()
 
@@ -110,7 +110,7 @@ def _code_location() -> tuple[Definitions, JobDefinition]:
     in a function so that `defs` is the module's only Definitions (Dagster refuses two).
     Each bronze table is an ingest's alone, across the declared streams too."""
     check_one_writer_per_bronze_table(ASSETS)
-    maintain = build_maintenance_job(declared_tables(ASSETS))
+    maintain = build_maintenance_job(declared_tables(ASSETS), declared_writer_leases(ASSETS))
     # The declared streams, and the domain's Definitions built inline beside them.
     location = Definitions.merge(
         declared_streams(),

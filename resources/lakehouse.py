@@ -24,6 +24,12 @@ from resources.data_dir import default_data_dir, locations_line
 # The metadata key of every asset that is a Delta table of the lakehouse: its table name
 # (relative to the root). Delta maintenance finds the tables to compact through it.
 TABLE_METADATA_KEY = "lakehouse/table"
+# The metadata key of a table asset whose writers hold a lease in NATS KV while they write
+# (one Spark driver commits to the table at a time, which Delta's default LogStore on S3
+# needs): {"bucket", "stream", "consumer"} for a bronze table (its ingest's lease), {"bucket",
+# "stage"} for a silver or quarantine table (the stage's writer lease). Delta maintenance
+# takes the same lease.
+WRITER_LEASE_METADATA_KEY = "lakehouse/writer_lease"
 # The prefix of the temporary Dagster home that `dagster dev` and `dg launch` make in the
 # working directory when DAGSTER_HOME is unset (removed when the command exits).
 TEMPORARY_DAGSTER_HOME = ".tmp_dagster_home_"
@@ -53,6 +59,21 @@ def declared_tables(assets: Iterable[AssetsDefinition | AssetSpec]) -> list[str]
         if TABLE_METADATA_KEY in spec.metadata
     }
     return sorted(found)
+
+
+def declared_writer_leases(
+    assets: Iterable[AssetsDefinition | AssetSpec],
+) -> dict[str, dict[str, str]]:
+    """Each table of `assets` whose writers hold a lease -> that lease
+    (`WRITER_LEASE_METADATA_KEY`)."""
+    specs = [spec for a in assets for spec in ([a] if isinstance(a, AssetSpec) else a.specs)]
+    leases = {}
+    for spec in specs:
+        lease = spec.metadata.get(WRITER_LEASE_METADATA_KEY)
+        if lease is not None and TABLE_METADATA_KEY in spec.metadata:
+            value = getattr(lease, "data", lease)  # a JsonMetadataValue once normalised
+            leases[str(spec.metadata[TABLE_METADATA_KEY])] = {k: str(v) for k, v in value.items()}
+    return leases
 
 
 class LakehouseResource(ConfigurableResource):

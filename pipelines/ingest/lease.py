@@ -1,11 +1,12 @@
 """A lease in a JetStream KV bucket: at most one writer of an ingest's bronze table at a time.
 
 The lease is the key `lease.<stream>.<consumer>` holding `{"holder": run_id, "expires_at": ...,
-"work": "ingest" or "replay"}`. Every writer of the ingest's bronze table takes it: the
-ingest's runs and its replays (`replay.py`), so one Spark driver at a time commits to the
-table, which Delta's default LogStore on S3 needs (docs/deploy.md). A replay is not a run of
-the ingest, so the run queue does not keep the two apart: a run waits up to `REPLAY_WAIT`
-for a replay's lease, however short its own `wait`, and a replay waits for any holder. It is
+"work": "ingest", "replay" or "maintenance"}`. Every writer of the ingest's bronze table takes
+it: the ingest's runs, its replays (`replay.py`) and Delta maintenance
+(`pipelines.wiring.maintenance`), so one Spark driver at a time commits to the table, which
+Delta's default LogStore on S3 needs (docs/deploy.md). A replay or maintenance is not a run
+of the ingest, so the run queue does not keep them apart: a run waits up to `REPLAY_WAIT`
+for their lease, however short its own `wait`, and they wait for any holder. It is
 taken with create-only (or, once expired, a compare-and-set on the revision that was
 read), renewed by compare-and-set, and released by a delete at the held revision. A holder
 that died stops blocking others when its lease expires, so the TTL is short (30 s by default)
@@ -42,8 +43,9 @@ Clock = Callable[[], dt.datetime]
 RunState = Callable[[str], str | None]
 _OVER = ("SUCCESS", "FAILURE", "CANCELED")
 # What a lease's holder does with the table (`LeaseValue.work`).
-INGEST, REPLAY = "ingest", "replay"
-# Seconds a run waits, at most, for a lease a replay holds (one piece of a replay's range).
+INGEST, REPLAY, MAINTENANCE = "ingest", "replay", "maintenance"
+# Seconds a run waits, at most, for a lease a replay holds (one piece of a replay's range)
+# or maintenance (OPTIMIZE and VACUUM of the table).
 REPLAY_WAIT = 600.0
 
 
@@ -66,7 +68,7 @@ class Lease:
     ttl: float  # seconds
     expires_at: dt.datetime
     revision: int
-    work: str = INGEST  # what the holder does with the table: INGEST or REPLAY
+    work: str = INGEST  # what the holder does with the table: INGEST, REPLAY or MAINTENANCE
 
     @property
     def key(self) -> str:
@@ -88,11 +90,10 @@ class Lease:
                 f"{_doer(self.work)} {self.holder!r} lost the lease on {self.stream}/"
                 f"{self.consumer} (it was not renewed within its {self.ttl}s TTL and another "
                 f"run took it); this {_doer(self.work)} stops before changing anything more, "
-                + (
-                    "and its range is not replaced: put the replay request again. "
-                    if self.work == REPLAY
-                    else "and the next run finishes its range. "
-                )
+                + {
+                    REPLAY: "and its range is not replaced: put the replay request again. ",
+                    MAINTENANCE: "and the table stays as it was: run the maintenance again. ",
+                }.get(self.work, "and the next run finishes its range. ")
                 + "If renewals are slow here (a NATS cluster electing leaders), raise the "
                 "ingest's lease_ttl",
                 stream=self.stream,
@@ -151,8 +152,8 @@ class LeaseValue:
 
 def _patience(current: LeaseValue, wait: float, replay_wait: float) -> float:
     """Seconds to wait for `current`'s holder: `wait`, or `replay_wait` if longer and a
-    replay holds it."""
-    return max(wait, replay_wait) if current.work == REPLAY else wait
+    replay or maintenance holds it."""
+    return max(wait, replay_wait) if current.work != INGEST else wait
 
 
 def acquire_lease(
@@ -179,9 +180,10 @@ def acquire_lease(
         wait: seconds to wait for a held lease to be released or expire; 0 fails at once.
         poll: seconds between attempts while waiting.
         clock: the current time.
-        work: what the holder does with the table, INGEST or REPLAY (recorded in the lease,
-            and what the error advises).
-        replay_wait: seconds to wait for a lease a replay holds, if longer than `wait`.
+        work: what the holder does with the table, INGEST, REPLAY or MAINTENANCE (recorded
+            in the lease, and what the error advises).
+        replay_wait: seconds to wait for a lease a replay or maintenance holds, if longer
+            than `wait`.
 
     Raises:
         LeaseHeldError: another holder has the lease and it did not free up in time.
@@ -318,9 +320,9 @@ def _holder_known(state: str | None, work: str = INGEST) -> str:
             "since (its process still works, marked failed from outside: stop it, or wait "
             "for it), or the hosts' clocks disagree."
         )
-    if work == REPLAY:
+    if work != INGEST:
         return (
-            f" Dagster has that run as {state}: the replay is still working (it renews its "
+            f" Dagster has that run as {state}: the {_doer(work)} is still working (it renews its "
             "lease; a replay whose process died stops renewing, and its lease lapses within "
             "its TTL)."
         )
@@ -332,19 +334,27 @@ def _holder_known(state: str | None, work: str = INGEST) -> str:
 
 
 def _doer(work: str) -> str:
-    return "replay" if work == REPLAY else "run"
+    return {REPLAY: "replay", MAINTENANCE: "maintenance run"}.get(work, "run")
 
 
 def _held(
     current: LeaseValue, stream: str, consumer: str, bucket: str, work: str, known: str = ""
 ) -> LeaseHeldError:
     """The error of a run or replay (`work`) that did not get the lease `current` has."""
-    doing = "replaying a range of" if current.work == REPLAY else "ingesting"
-    if work == REPLAY:
+    doing = {REPLAY: "replaying a range of", MAINTENANCE: "compacting the bronze table of"}
+    doing = doing.get(current.work, "ingesting")
+    if work == MAINTENANCE:
+        remedy = (
+            "Run the maintenance again once it is done, or give it a longer lease_wait (its "
+            "run config) to queue behind it"
+        )
+    elif work == REPLAY:
         remedy = (
             "Put the replay request again once it is done, or give the replay a longer "
             "lease_wait (its run config) to queue behind it"
         )
+    elif current.work == MAINTENANCE:
+        remedy = "Wait for the maintenance to finish (the stream sensor requests this range again)"
     elif current.work == REPLAY:
         remedy = (
             "Wait for the replay to finish (the stream sensor requests this range again), "

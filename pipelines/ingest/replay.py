@@ -13,7 +13,7 @@ S3, Delta's default LogStore is safe only with one committing driver: docs/deplo
 replay started while a run holds the lease waits for it, up to `lease_wait` (default
 `lease.REPLAY_WAIT`), and then stops with `LeaseHeldError` before reading or writing
 anything; an ingest run started while a replay holds it waits for the replay likewise. A
-Delta conflict with a writer that takes no lease (maintenance's OPTIMIZE) is retried.
+Delta conflict with a writer that takes no lease is retried (maintenance takes it too).
 
 What "what the stream holds" means: a message deleted from the stream (by its limits, or
 on purpose, e.g. a secure erase) is also removed from bronze by a replay of its range.
