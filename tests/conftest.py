@@ -19,6 +19,7 @@ import pytest
 
 from resources.jetstream import EmbeddedNatsServer, JetStreamClient, JetStreamResource
 from resources.object_store.errors import S3ServerError
+from resources.object_store.s3 import S3Endpoint
 from resources.object_store.server import EmbeddedS3Server
 from resources.object_store.weed import find_weed_binary
 from tests.table_roots import UriRoot
@@ -67,13 +68,19 @@ os.environ.setdefault("JSL_SPARK_CONF", json.dumps(TEST_SPARK_CONF))
 # partitions, 177 and 178 s with one, alternating (2026-11-26). Tests that start servers of
 # their own (the UI's, the cluster's, the daemon's) set theirs.
 os.environ.setdefault("JSL_SPARK_SHUFFLE_PARTITIONS", "1")
+# A child pytest run by a test whose server was started with an S3 server's S3A settings (the
+# Spark Connect server of tests/cluster/test_spark_connect.py) works on that S3 server, not on
+# one of its own: the parent puts its endpoint here, and the child keeps the credentials it
+# inherits (`s3_server`).
+PARENT_S3_ENDPOINT = "JSL_TEST_S3_ENDPOINT"
 # The S3 server's credentials (`s3_server`), in the environment before any JVM of this process
 # or its children starts: S3A reads them there (the AWS chain), as pyarrow does. Each process
 # (each xdist worker) makes its own, for its own server; no test talks to AWS itself.
-os.environ.update(
-    AWS_ACCESS_KEY_ID=f"jsltest{secrets.token_hex(4)}",
-    AWS_SECRET_ACCESS_KEY=secrets.token_hex(16),
-)
+if not os.environ.get(PARENT_S3_ENDPOINT):
+    os.environ.update(
+        AWS_ACCESS_KEY_ID=f"jsltest{secrets.token_hex(4)}",
+        AWS_SECRET_ACCESS_KEY=secrets.token_hex(16),
+    )
 os.environ.pop("AWS_SESSION_TOKEN", None)
 os.environ.pop("AWS_PROFILE", None)
 
@@ -94,7 +101,7 @@ SLOW_FIRST = (
     "tests/pipelines/silver/test_rejudge_killed.py",  # 143 s, + ~125 s on S3 (#53)
     "tests/test_install.py",  # 239 s: both ways of starting a project (2026-11-28, caches warm)
     "tests/ui/test_cli.py",  # 214 s
-    "tests/cluster/test_spark_connect.py",  # 201 s
+    "tests/cluster/test_spark_connect.py",  # 201 s, + ~30 s for maintenance on S3 (#53)
     "tests/cluster/test_spark_standalone.py",  # 75 s, + ~130 s on S3 (#53)
     "tests/pipelines/ingest/test_cluster.py",  # 176 s
     "tests/sensors/test_daemon_recovery.py",  # 75 s, + ~85 s on S3 (#53)
@@ -223,7 +230,18 @@ def s3_server(
     weed_binary: Path, tmp_path_factory: pytest.TempPathFactory
 ) -> Iterator[EmbeddedS3Server]:
     """A real S3 server (SeaweedFS) for the whole test session (one per xdist worker), with
-    the credentials of the environment."""
+    the credentials of the environment; in a child pytest given `PARENT_S3_ENDPOINT`, the
+    parent's server (not started or stopped here: its endpoint set, for `root`,
+    `spark_conf`, `filesystem` and `env`)."""
+    if os.environ.get(PARENT_S3_ENDPOINT):
+        parent = EmbeddedS3Server(
+            data_dir=tmp_path_factory.mktemp("parent-s3"),
+            access_key=os.environ["AWS_ACCESS_KEY_ID"],
+            secret_key=os.environ["AWS_SECRET_ACCESS_KEY"],
+        )
+        parent.endpoint = S3Endpoint(url=os.environ[PARENT_S3_ENDPOINT])
+        yield parent
+        return
     with EmbeddedS3Server(
         data_dir=tmp_path_factory.mktemp("seaweedfs"),
         access_key=os.environ["AWS_ACCESS_KEY_ID"],

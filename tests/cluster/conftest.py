@@ -20,6 +20,9 @@ from typing import Any
 
 import pytest
 
+from resources.object_store.errors import S3ServerError
+from resources.object_store.server import EmbeddedS3Server
+from resources.object_store.weed import find_weed_binary
 from resources.spark import SparkSettings
 from resources.spark_connect import ConnectServer
 from tests.cluster.servers import StandaloneCluster, start_standalone
@@ -49,12 +52,33 @@ def standalone_cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Sta
 
 
 @pytest.fixture(scope="module")
-def connect_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+def connect_s3(request: pytest.FixtureRequest) -> EmbeddedS3Server | None:
+    """The worker's S3 server (`s3_server`), whose S3A settings the Connect server starts
+    with; None without SeaweedFS (the tests on S3 skip, saying why)."""
+    try:
+        find_weed_binary()
+    except S3ServerError:
+        return None
+    return request.getfixturevalue("s3_server")
+
+
+@pytest.fixture(scope="module")
+def connect_url(
+    tmp_path_factory: pytest.TempPathFactory, connect_s3: EmbeddedS3Server | None
+) -> Iterator[str]:
     """A Spark Connect server (local[2], 1 GiB driver) with Delta, as `jsl dev` starts it, with
     the tests' Spark tuning (`JSL_SPARK_CONF`, tests/conftest.py: expressions interpreted, no
-    AQE), but C2 kept: like a worker's session JVM, it runs queries for the whole file."""
+    AQE), but C2 kept: like a worker's session JVM, it runs queries for the whole file.
+
+    S3A is pointed at the worker's S3 server (`connect_s3`) as a user points `jsl dev`'s
+    server at their object store: its settings in `JSL_SPARK_CONF` (`--conf` at the server's
+    start, where a Connect client cannot set them), the credentials in the environment the
+    server inherits."""
+    conf = json.loads(os.environ.get("JSL_SPARK_CONF") or "{}")
+    if connect_s3 is not None:
+        conf.update(connect_s3.spark_conf())
     settings = SparkSettings.resolve(
-        environ={"JSL_SPARK_CONF": os.environ.get("JSL_SPARK_CONF", "{}")},
+        environ={"JSL_SPARK_CONF": json.dumps(conf)},
         extra_conf=session_jvm_conf(),
         driver_memory="1g",
         shuffle_partitions=2,
