@@ -27,7 +27,7 @@ from pydantic import Field
 
 from pipelines.ingest.lease import MAINTENANCE, LeaseKeeper, acquire_lease
 from pipelines.lakehouse.delta_tables import optimize, table_exists, vacuum
-from pipelines.silver.writer import acquire as acquire_writer
+from pipelines.silver.writer import writing
 from resources.jetstream import JetStreamClient, JetStreamResource
 from resources.lakehouse import LakehouseResource
 from resources.spark import SparkResource
@@ -66,13 +66,9 @@ def held(
     the fence to call right before each write."""
     bucket = client.key_value(lease["bucket"])
     if "stage" in lease:
-        writer = acquire_writer(
-            bucket, lease["stage"], holder=holder, what="Delta maintenance", wait=wait
-        )
-        try:
+        stage = lease["stage"]
+        with writing(bucket, stage, holder=holder, what="Delta maintenance", wait=wait) as writer:
             yield writer.fence
-        finally:
-            writer.release()
         return
     taken = acquire_lease(
         bucket,
