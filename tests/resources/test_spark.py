@@ -11,6 +11,7 @@ from pathlib import Path
 
 import pytest
 from delta.tables import DeltaTable
+from pyspark.errors.utils import is_debugging_enabled
 
 from pipelines.settings import Settings
 from resources.object_store.s3 import S3A_PACKAGES
@@ -43,6 +44,10 @@ def test_defaults_size_the_driver_turn_on_delta_and_arrow_skip_the_write_sort_ke
     assert conf["spark.sql.session.timeZone"] == "UTC"
     assert conf["spark.sql.maxConcurrentOutputFileWriters"] == "8"  # no sort before writing
     assert conf["spark.sql.codegen.cache.maxEntries"] == "2000"  # generated code reused
+    # A plan of a large contract's thousands of Columns: no Python call site recorded per
+    # Column call, no constraint propagation over its predicates (docs/performance.md).
+    assert conf["spark.python.sql.dataFrameDebugging.enabled"] == "false"
+    assert conf["spark.sql.constraintPropagation.enabled"] == "false"
     # VACUUM's listing in as many tasks as the shuffle partitions, not Spark's 10,000.
     assert conf[LISTING_PARALLELISM] == "4"
     # Delta's state in one wave of local[2]'s two task slots, not in 4 tasks (or Delta's 50).
@@ -114,6 +119,7 @@ def test_resource_session_writes_and_reads_a_delta_table(spark, tmp_path):
     session = SparkResource().get_session()
     assert session is spark  # one session per process
     assert session.conf.get("spark.sql.extensions") == DELTA_EXTENSION
+    assert not is_debugging_enabled()  # PySpark records no call site per Column call
     path = str(tmp_path / "t")
     session.range(5).write.format("delta").save(path)
     assert DeltaTable.isDeltaTable(session, path)
