@@ -333,14 +333,15 @@ class SparkSettings:
             # runs were ~15% shorter, most telling on a long-lived Spark Connect server,
             # whose JVM serves run after run (bench/HISTORY.md, change 7).
             "spark.sql.codegen.cache.maxEntries": str(CODEGEN_CACHE_ENTRIES),
-            # A contract of thousands of JSON paths makes silver's plan of ~100,000 Column
-            # calls. PySpark's DataFrame debugging records the Python call site of each call
-            # in the JVM (five more round trips and a stack walk per call), for error
-            # messages that our own errors replace; and the optimizer's constraint
-            # propagation compares each of the plan's predicates with every other one. Both
-            # off: the plan of two GitHub webhook schemas (722 paths) built in 37 s instead
-            # of 65 s and ran in 27 s instead of 37 s; a small contract's silver step is
-            # unchanged (docs/performance.md#large-schemas). The query results are the same.
+            # A contract of thousands of JSON paths builds silver's plan with tens of thousands
+            # of Column calls (15,480 for two GitHub webhook schemas). PySpark's DataFrame
+            # debugging records the Python call site of each call in the JVM (ten more round
+            # trips and a stack walk per call), so that Spark's error messages can name the
+            # Python line of a failing expression (ours name the stage, the table and the
+            # column); and the optimizer's constraint propagation compares each of the plan's
+            # predicates with every other one. Both off: the silver step on those two schemas
+            # (722 paths) took 30-37 s instead of 63-71 s; a small contract's step got no
+            # slower (docs/performance.md, "Large schemas"). The query results are the same.
             "spark.python.sql.dataFrameDebugging.enabled": "false",
             "spark.sql.constraintPropagation.enabled": "false",
             # The executors' Python workers (any master): this virtualenv's interpreter, not
