@@ -337,11 +337,12 @@ class SparkSettings:
             # of Column calls (15,480 for two GitHub webhook schemas). PySpark's DataFrame
             # debugging records the Python call site of each call in the JVM (ten more round
             # trips and a stack walk per call), so that Spark's error messages can name the
-            # Python line of a failing expression (ours name the stage, the table and the
-            # column); and the optimizer's constraint propagation compares each of the plan's
-            # predicates with every other one. Both off: the silver step on those two schemas
-            # (722 paths) took 30-37 s instead of 63-71 s; a small contract's step got no
-            # slower (docs/performance.md, "Large schemas"). The query results are the same.
+            # Python line of a failing expression (a run's Spark failure is one line naming
+            # the stage and the log file: resources/spark_errors.py); and the optimizer's
+            # constraint propagation compares each of the plan's predicates with every
+            # other. Both off: the silver step on those two schemas (722 paths) took 30-37 s
+            # instead of 63-71 s; a small contract's step got no slower (docs/performance.md,
+            # "Large schemas"). The query results are the same.
             "spark.python.sql.dataFrameDebugging.enabled": "false",
             "spark.sql.constraintPropagation.enabled": "false",
             # The executors' Python workers (any master): this virtualenv's interpreter, not
