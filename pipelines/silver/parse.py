@@ -14,9 +14,9 @@ nullable (`nullable: false`, a JSON Schema type without null: `x (expected a num
 null)`). An object on the way to a field (`data` of
 `data.orderId`) that is present but not an object is mistyped itself, and its fields are not
 reported; a struct field's members are judged only when the struct is an object. The columns
-added are listed in `pipelines.silver.layout`. The per-path columns (values, typed values,
-missing and mistyped paths) are written as Spark SQL text (`variant_types`), one call into
-the JVM per column: as Column calls, a contract of 700 paths took 100,000 of them.
+added are listed in `pipelines.silver.layout`. The payload's per-path values, the typed
+values and the missing and mistyped paths are written as Spark SQL text (`variant_types`),
+one call into the JVM per column: as Column calls, 700 paths took 100,000 of them.
 
 Fields read from outside the payload (`header:<Name>`, `subject:<index>`, docs/envelopes.md)
 take their text from `pipelines.silver.field_sources`, typed by `variant_types.from_text`:
@@ -121,8 +121,8 @@ class _Columns:
         # hold different members (each its own typed column).
         return spot.path, repr(spot.field.type), spot.field.number_text
 
-    # Each Column is built once and reused: building one is a call into the JVM, and a
-    # contract of thousands of paths would otherwise make a million of them.
+    # Each typed value's Column is built once and reused: building one is a call into the
+    # JVM, and every check and struct of the contract refers to it.
     def _once(self, key: tuple, make) -> Column:
         found = self.memo.get(key)
         if found is None:
@@ -264,14 +264,14 @@ def subject_regex(subject: str) -> str:
 
 def _typed(cols: _Columns, spot: Spot) -> Column:
     """The field's typed value, wherever it is read from."""
-    source, path, field_type = cols.sources[spot.path], spot.path, spot.field.type
+    source, path = cols.sources[spot.path], spot.path
+    if source.kind in (SourceKind.HEADER, SourceKind.SUBJECT):
+        return F.expr(from_text(cols.sql("s", path), spot.field.type))
     structured = field_typed(cols.sql("v", path), cols.sql("k", path), spot.field)
     if source.kind is SourceKind.PAYLOAD:
         return F.expr(structured)
-    as_text = from_text(cols.sql("s", path), field_type)
-    if source.kind is SourceKind.CLOUDEVENTS:
-        return F.expr(f"CASE WHEN {name(BINARY)} THEN {as_text} ELSE {structured} END")
-    return F.expr(as_text)
+    as_text = from_text(cols.sql("s", path), spot.field.type)  # CloudEvents: binary mode
+    return F.expr(f"CASE WHEN {name(BINARY)} THEN {as_text} ELSE {structured} END")
 
 
 def _event_type(contract: Contract, cols: _Columns) -> Column:

@@ -1,8 +1,9 @@
 """A contract type read out of a VARIANT value: typed when the JSON value has the type, else null.
 
-Every function writes Spark SQL text (the caller makes a column of it with `F.expr`): a
-contract of thousands of paths builds its plan from one call into the JVM per column, not
-one per operator, 7x fewer (docs/performance.md, "Large schemas"). Each takes the value
+The typing functions write Spark SQL text (the caller makes a column of it with `F.expr`),
+so a contract of thousands of paths builds its plan with one call into the JVM per column,
+not one per operator: about 7x faster to build (docs/performance.md, "Large schemas").
+`expected` writes a message, `json_path` a variant path. Each typing function takes the value
 (`variant`, SQL text: a column's quoted name or an expression) and its JSON type as
 `schema_of_variant` writes it (`kind`: `STRING`, `BIGINT`, `DECIMAL(5,3)`, `DOUBLE`,
 `OBJECT<...>`, `ARRAY<...>`, `VOID` for JSON null, SQL null when the path is absent), so a
@@ -37,8 +38,11 @@ _INTEGER = "(" + ", ".join(f"'{k}'" for k in INTEGER_KINDS) + ")"
 
 
 def literal(text: str) -> str:
-    """`text` as a Spark SQL string literal (`it's` -> `'it\\'s'`)."""
-    return "'" + text.replace("\\", "\\\\").replace("'", "\\'") + "'"
+    """`text` as a Spark SQL string literal (`it's` -> `'it\\'s'`); `$` as `\\u0024`, since
+    Spark's parser substitutes `${...}` (`spark.sql.variable.substitute`) before it reads a
+    literal."""
+    quoted = text.replace("\\", "\\\\").replace("'", "\\'").replace("$", "\\u0024")
+    return "'" + quoted + "'"
 
 
 def name(column: str) -> str:
@@ -264,5 +268,18 @@ def expected(field_type: FieldType) -> str:
 
 
 def json_path(path: str) -> str:
-    """`data.fileSize` -> `$['data']['fileSize']` (any key, quotes escaped)."""
-    return "$" + "".join("['" + key.replace("'", "\\'") + "']" for key in path.split("."))
+    """`data.fileSize` -> `$['data']['fileSize']`; a key holding `'` in double quotes
+    (`["it's"]`). Spark's variant paths have no escapes, so a key holding both quotes cannot
+    be read: ValueError, naming it."""
+    return "$" + "".join(_path_key(key) for key in path.split("."))
+
+
+def _path_key(key: str) -> str:
+    if "'" not in key:
+        return f"['{key}']"
+    if '"' not in key:
+        return f'["{key}"]'
+    raise ValueError(
+        f"the key {key!r} holds both quote characters, which Spark cannot read from a VARIANT "
+        "(its paths have no escapes); declare the object holding it as variant or json"
+    )

@@ -309,3 +309,23 @@ def test_two_event_types_with_different_structs_at_one_path_each_get_their_own(s
 
     assert [r.records[0].v for r in batch.tables["Text"].collect()] == ["2.1"]
     assert [r.records[0].v for r in batch.tables["Number"].collect()] == [1.5]
+
+
+def test_keys_that_spark_sql_would_read_otherwise_are_looked_up_as_written(spark):
+    # Silver's per-path columns are Spark SQL text (variant_types.literal): a key with a
+    # quote, a backslash, a `$`, or a `${...}` that Spark's parser would substitute is still
+    # the key, and its value lands.
+    keys = ["${env:HOME}", "${x}", "it's", "back\\slash", "$dollar"]
+    fields = {key: {"type": "string", "required": True} for key in keys}
+    contract = contract_from_dict({"events": {"T": {"subjects": ["t"], "fields": fields}}})
+    doc = {key: f"value of {key}" for key in keys}
+    rows = [("S", 1, "t", PUBLISHED, PUBLISHED.date(), None, json.dumps(doc).encode(), None,
+             "r", PUBLISHED)]  # fmt: skip
+    batch = route(
+        parse_events(spark.createDataFrame(rows, BRONZE_SCHEMA), contract), contract,
+        run_id="r", now=NOW, source_table="bronze/t",
+    )  # fmt: skip
+
+    assert batch.quarantine.count() == 0
+    (row,) = batch.tables["T"].collect()
+    assert {f.path: row[f.column] for f in contract.event_types[0].fields} == doc
