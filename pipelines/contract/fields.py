@@ -124,6 +124,13 @@ def field_source(path: object) -> FieldSource:
             f"a field path is dotted JSON keys such as data.fileSize, header:<Name> or "
             f"subject:<index>, got {path!r}"
         )
+    for key in path.split("."):
+        if "'" in key and '"' in key:
+            raise ContractError(
+                f"the key {key!r} holds both quote characters, which Spark cannot read from a "
+                "VARIANT (its paths have no escapes): declare the object holding it as variant "
+                "or json"
+            )
     return FieldSource(SourceKind.PAYLOAD, path)
 
 

@@ -269,17 +269,6 @@ def expected(field_type: FieldType) -> str:
 
 def json_path(path: str) -> str:
     """`data.fileSize` -> `$['data']['fileSize']`; a key holding `'` in double quotes
-    (`["it's"]`). Spark's variant paths have no escapes, so a key holding both quotes cannot
-    be read: ValueError, naming it."""
-    return "$" + "".join(_path_key(key) for key in path.split("."))
-
-
-def _path_key(key: str) -> str:
-    if "'" not in key:
-        return f"['{key}']"
-    if '"' not in key:
-        return f'["{key}"]'
-    raise ValueError(
-        f"the key {key!r} holds both quote characters, which Spark cannot read from a VARIANT "
-        "(its paths have no escapes); declare the object holding it as variant or json"
-    )
+    (`["it's"]`): Spark's variant paths have no escapes, and a contract's keys never hold
+    both quotes (`pipelines.contract.fields.field_source`)."""
+    return "$" + "".join(f'["{k}"]' if "'" in k else f"['{k}']" for k in path.split("."))

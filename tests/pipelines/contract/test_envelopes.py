@@ -193,6 +193,11 @@ def test_an_envelope_without_a_preset_prints_as_before():
             "a field path is dotted JSON keys such as data.fileSize, header:<Name> or subject:",
         ),
         (
+            by_subject({"data": {"fields": {"it's \"x\"": "string"}}}),
+            "events.E.fields.data.fields['it\\'s \"x\"']",
+            "holds both quote characters, which Spark cannot read from a VARIANT",
+        ),
+        (
             by_subject({"header:Id": "boolean"}, {"event_id": "header:Id"}),
             "events.E.fields.header:Id.type",
             "the envelope's event_id 'header:Id' must be of type string or long or integer",
