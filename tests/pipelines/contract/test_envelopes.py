@@ -193,7 +193,7 @@ def test_an_envelope_without_a_preset_prints_as_before():
             "a field path is dotted JSON keys such as data.fileSize, header:<Name> or subject:",
         ),
         (
-            by_subject({"data": {"fields": {"it's \"x\"": "string"}}}),
+            by_subject({"data": {"fields": {'it\'s "x"': "string"}}}),
             "events.E.fields.data.fields['it\\'s \"x\"']",
             "holds both quote characters, which Spark cannot read from a VARIANT",
         ),
