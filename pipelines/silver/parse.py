@@ -348,8 +348,8 @@ def parse_events(bronze: DataFrame, contract: Contract) -> DataFrame:
                 "_data_kind": F.schema_of_variant("_data"),
             }
         )
-        kind = name("_data_kind")
-        bad_data = f"(NOT {name(BINARY)} AND {present(kind)} AND NOT {is_object(kind)})"
+        data_kind = name("_data_kind")
+        bad_data = f"(NOT {name(BINARY)} AND {present(data_kind)} AND NOT {is_object(data_kind)})"
         root = "_data"
     values, kinds = {}, {}
     for p, n in cols.paths.items():
