@@ -72,7 +72,7 @@ from pathlib import Path
 from urllib.parse import unquote
 
 import pyarrow.parquet as pq
-from sampling import python_speed_ms
+from sampling import python_speed_ms, stop_on_signal
 
 from pipelines.cli.demo import dagster_env, provision, spark_server
 from pipelines.cli.supervise import stop_group
@@ -259,13 +259,6 @@ def run_of(commit_at: float, materialized: list[tuple[float, dict]]) -> dict | N
         if at >= commit_at - 0.001:
             return run
     return None
-
-
-def stop_on_signal(signum: int, frame: object) -> None:
-    """Unwinds as on Ctrl-C, once: a second SIGTERM during the unwinding (a `timeout` that
-    signals the whole process group) is ignored, so the servers' stopping is not cut short."""
-    signal.signal(signal.SIGTERM, signal.SIG_IGN)
-    sys.exit(128 + signum)
 
 
 def within_goal(point: dict[str, object]) -> bool:

@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import argparse
 import datetime as dt
+import signal
 import statistics
 import tempfile
 import time
@@ -30,6 +31,7 @@ from pathlib import Path
 
 from pyspark.sql import SparkSession
 from pyspark.sql import functions as F
+from sampling import stop_on_signal
 
 from resources.quality import QualityCheck, QualitySuite, validate_dataframe
 from resources.quality.in_memory import PANDAS_MAX_ROWS
@@ -118,6 +120,7 @@ def main() -> None:
     parser.add_argument("--remote", action="store_true", help="over a Spark Connect server")
     parser.add_argument("--driver-memory", default="4g")
     args = parser.parse_args()
+    signal.signal(signal.SIGTERM, stop_on_signal)  # the Connect server is stopped on a kill
     root = Path(tempfile.mkdtemp(prefix="jsl-gx-engines-"))
     server = None
     if args.remote:

@@ -16,6 +16,8 @@ from __future__ import annotations
 
 import functools
 import os
+import signal
+import sys
 import threading
 import time
 from dataclasses import dataclass, field
@@ -225,3 +227,13 @@ def time_calls(
     for other in also:
         if getattr(other, name, None) is step:
             setattr(other, name, timed)
+
+
+def stop_on_signal(signum: int, frame: object) -> None:
+    """Unwinds as on Ctrl-C, once: a second SIGTERM during the unwinding (a `timeout` that
+    signals the whole process group) is ignored, so the servers' stopping is not cut short.
+    Installed with `signal.signal(signal.SIGTERM, stop_on_signal)` by benchmarks that start
+    a Spark Connect server or a daemon, each in a process group of its own: killed with the
+    default handler, they would leave it running."""
+    signal.signal(signal.SIGTERM, signal.SIG_IGN)
+    sys.exit(128 + signum)

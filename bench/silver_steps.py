@@ -39,6 +39,7 @@ import collections
 import contextlib
 import datetime as dt
 import shutil
+import signal
 import tempfile
 import time
 from pathlib import Path
@@ -46,7 +47,7 @@ from pathlib import Path
 import pipeline as bench
 from connect_calls import ConnectCalls
 from pyspark.sql import SparkSession
-from sampling import time_calls
+from sampling import stop_on_signal, time_calls
 
 import pipelines.silver.stage as stage
 from pipelines.lakehouse.watermarks import Watermark, WatermarkStore
@@ -70,6 +71,7 @@ def main(argv: list[str] | None = None) -> None:
         "--calls", type=int, default=0, help="with --remote: the N costliest request lines"
     )
     args = parser.parse_args(argv)
+    signal.signal(signal.SIGTERM, stop_on_signal)  # the Connect server is stopped on a kill
     if args.calls and not args.remote:
         parser.error("--calls counts Spark Connect requests: it needs --remote")
     spent: dict[str, float] = collections.defaultdict(float)
