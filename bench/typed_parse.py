@@ -19,11 +19,10 @@ Two cases, each in one local session, the variants alternating (a warm-up round 
 
 Each variant is timed as the stage times its parse: building the frame (plan), then its
 `localCheckpoint` (run). `--agree` then compares, on the rows `parse_events` finds neither
-missing nor mistyped fields in, each event type's struct from both (as JSON, keys sorted),
-(the candidate's cast to the contract's column names, by position), and prints the rows
-that differ, and of them those equal once JSON nulls are dropped
-(`from_json` keeps a JSON null inside a VARIANT member as a variant null, `parse_events`
-as SQL NULL).
+missing nor mistyped fields in, each event type's struct from both as decoded JSON (the
+candidate's cast by position to the contract's column names first), and prints the rows
+that differ, and of them those equal once JSON nulls are dropped (`from_json` keeps a JSON
+null inside a VARIANT member as a variant null, `parse_events` as SQL NULL).
 
     .venv/bin/python bench/typed_parse.py --case octokit --agree
     .venv/bin/python bench/typed_parse.py --case file-trash --rows 100000
