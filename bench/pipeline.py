@@ -328,11 +328,10 @@ def commit_batch(spark: SparkSession, root: Path, table: pa.Table) -> None:
     """Appends a batch to bronze as an ingest run commits it: one Delta commit tagged with
     the ingest's idempotent-write pair (`commit_idempotently`), the batch's first seq as its
     version."""
-    _commit(spark.createDataFrame(table, BRONZE_SCHEMA), root, table)
+    _commit(spark.createDataFrame(table, BRONZE_SCHEMA), root, table.column("seq")[0].as_py())
 
 
-def _commit(frame: DataFrame, root: Path, table: pa.Table) -> None:
-    first = table.column("seq")[0].as_py()
+def _commit(frame: DataFrame, root: Path, first: int) -> None:
     commit_idempotently(frame, str(root / "bronze"), app_id="bench-ingest", txn_version=first)
 
 
@@ -344,10 +343,11 @@ def append_batch(
     batch of 1,000,000 rows (161 MiB) ran the server's 4 GiB heap out; returns the kinds
     appended."""
     table, kinds = make_batch(spark, root, history, size, bad_share, seed)
-    staged = root / "staged" / f"{table.column('seq')[0].as_py()}.parquet"
+    first = table.column("seq")[0].as_py()
+    staged = root / "staged" / f"{first}.parquet"
     staged.parent.mkdir(parents=True, exist_ok=True)
     pq.write_table(table, staged)
-    _commit(spark.read.schema(BRONZE_SCHEMA).parquet(str(staged)), root, table)
+    _commit(spark.read.schema(BRONZE_SCHEMA).parquet(str(staged)), root, first)
     return kinds
 
 

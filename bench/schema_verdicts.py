@@ -64,6 +64,15 @@ def _bronze(spark, messages: list[tuple[str, str]]):
     return spark.createDataFrame(rows, BRONZE_SCHEMA).localCheckpoint()
 
 
+def schema_files(events) -> list[Path]:
+    """Each corpus event's JSON Schema written to a file of its own, in a temp folder."""
+    folder = Path(tempfile.mkdtemp())
+    paths = [folder / f"{event.name}.schema.json" for event in events]
+    for path, event in zip(paths, events, strict=True):
+        path.write_text(json.dumps(event.schema))
+    return paths
+
+
 def _silver_step(bronze, contract) -> tuple[float, float]:
     """(seconds to build the plan, seconds to run it) for one batch, as the stage does."""
     start = time.perf_counter()
@@ -86,11 +95,7 @@ def main() -> None:
     args = parser.parse_args()
 
     events = [e for e in corpus_events() if e.source.startswith(args.source)]
-    folder = Path(tempfile.mkdtemp())
-    paths = []
-    for event in events:
-        paths.append(folder / f"{event.name}.schema.json")
-        paths[-1].write_text(json.dumps(event.schema))
+    paths = schema_files(events)
     start = time.perf_counter()
     large = read_json_schemas(paths, subjects={e.name: [subject(e.name)] for e in events})
     load = time.perf_counter() - start

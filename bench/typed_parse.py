@@ -34,7 +34,6 @@ import argparse
 import dataclasses
 import json
 import sys
-import tempfile
 import time
 from pathlib import Path
 
@@ -42,7 +41,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # the corpus lives
 
 from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
-from schema_verdicts import PUBLISHED, _bronze
+from schema_verdicts import PUBLISHED, _bronze, schema_files
 
 from pipelines.contract import Contract, TimestampEncoding, TypeKind, read_json_schemas
 from pipelines.contract.schema_check import SchemaCheck
@@ -130,12 +129,8 @@ def candidate(bronze: DataFrame, contract: Contract) -> DataFrame:
 
 def _octokit(spark, rows: int) -> tuple[Contract, DataFrame]:
     events = [e for e in corpus_events() if e.source.startswith("npm @octokit/webhooks-schemas")]
-    folder = Path(tempfile.mkdtemp())
-    paths = []
-    for event in events:
-        paths.append(folder / f"{event.name}.schema.json")
-        paths[-1].write_text(json.dumps(event.schema))
-    contract = read_json_schemas(paths, subjects={e.name: [subject(e.name)] for e in events})
+    subjects = {e.name: [subject(e.name)] for e in events}
+    contract = read_json_schemas(schema_files(events), subjects=subjects)
     examples = [(subject(e.name), x) for e in events for x in e.examples]
     return contract, _bronze(spark, [examples[n % len(examples)] for n in range(rows)])
 
@@ -174,7 +169,7 @@ def _agreement(bronze: DataFrame, contract: Contract) -> None:
     good = (F.size(MISSING_FIELDS) == 0) & (F.size(MISTYPED_FIELDS) == 0)
     for n, event in enumerate(contract.event_types):
         column = layout.event_struct(contract, event.name)
-        mine = old.where(good & F.col(column).isNotNull()).select("seq", F.to_json(column))
+        mine = old.where(good).select("seq", F.to_json(column))
         # Nested members keep their JSON keys in the candidate (`+1`, `_links`): cast by
         # position to the contract's column names.
         typed = F.col(f"_s{n}").cast(old.schema[column].dataType)
