@@ -50,7 +50,7 @@ from pipelines.file_trash.generator import generate_event_mix
 from pipelines.file_trash.topology import file_trash_contract
 from pipelines.silver import layout, parse_events
 from pipelines.silver.layout import MISSING_FIELDS, MISTYPED_FIELDS
-from pipelines.silver.parse import subject_regex
+from pipelines.silver.parse import event_type_by_subject
 from pipelines.silver.schema_verdicts import schema_errors
 from pipelines.silver.variant_types import DATE_FORMAT, ISO_TIMESTAMP_FORMAT, name
 from resources.spark import SparkResource
@@ -104,12 +104,7 @@ def _event_struct(event, parsed: Column) -> Column:
 def candidate(bronze: DataFrame, contract: Contract) -> DataFrame:
     """Each event type's struct by one `from_json`, and jsonschema-rs's errors."""
     options = {"timestampFormat": ISO_TIMESTAMP_FORMAT, "dateFormat": DATE_FORMAT}
-    event_type = F.lit(None).cast("string")
-    for event in reversed(contract.event_types):
-        hit = F.lit(False)
-        for filter_ in event.subjects:
-            hit = hit | F.col("subject").rlike(subject_regex(filter_))
-        event_type = F.when(hit, F.lit(event.name)).otherwise(event_type)
+    event_type = event_type_by_subject(contract)
     frame = bronze.withColumns({"_text": F.col("payload").cast("string"), "_type": event_type})
     parsed = {
         f"_p{n}": F.when(

@@ -279,6 +279,11 @@ def _event_type(contract: Contract, cols: _Columns) -> Column:
     if path is not None:
         field = contract.event_types[0].field(path)
         return cols.typed(Spot(field, path, field.column))
+    return event_type_by_subject(contract)
+
+
+def event_type_by_subject(contract: Contract) -> Column:
+    """The name of the first event type whose subject filters match the row's `subject`."""
     chosen = F.lit(None).cast("string")
     for event in reversed(contract.event_types):
         matches = [F.col("subject").rlike(subject_regex(s)) for s in event.subjects]
